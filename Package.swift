@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+// ccsd: an XMPP client daemon for Firebase Cloud Messaging's connection server (CCS).
+// Layers, bottom up: CLibXML2/COpenSSL (system libraries) → TLS, XMLStream → XMPP → CCS → Daemon.
+import PackageDescription
+
+let package = Package(
+    name: "ccsd",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "ccsd", targets: ["ccsd"]),
+        .executable(name: "ccs-emulator", targets: ["ccs-emulator"]),
+        .executable(name: "ccsd-bench", targets: ["ccsd-bench"]),
+        .library(name: "CCSEmulator", targets: ["CCSEmulator"]),
+    ],
+    targets: [
+        // System libraries from Debian (no vendored code).
+        .systemLibrary(
+            name: "CLibXML2", pkgConfig: "libxml-2.0",
+            providers: [.apt(["libxml2-dev"])]),
+        .systemLibrary(
+            name: "COpenSSL", pkgConfig: "openssl",
+            providers: [.apt(["libssl-dev"])]),
+
+        // Layers.
+        .target(name: "TLS", dependencies: ["COpenSSL"]),
+        .target(name: "XMLStream", dependencies: ["CLibXML2"]),
+        .target(name: "XMPP", dependencies: ["TLS", "XMLStream"]),
+        .target(name: "CCS", dependencies: ["XMLStream", "XMPP"]),
+        .target(name: "CCSEmulator", dependencies: ["TLS", "XMLStream", "XMPP", "CCS"]),
+        .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS"]),
+
+        // Executables.
+        .executableTarget(name: "ccsd", dependencies: ["Daemon"]),
+        .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator"]),
+        .executableTarget(name: "ccsd-bench", dependencies: ["Daemon", "CCSEmulator"]),
+
+        // Unit tests: no sockets.
+        .testTarget(name: "XMLStreamTests", dependencies: ["XMLStream"]),
+        .testTarget(name: "XMPPTests", dependencies: ["XMPP", "XMLStream"]),
+        .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "XMPP"],
+                    resources: []),
+        .testTarget(name: "TLSTests", dependencies: ["TLS"]),
+        // Integration tests: real TLS on loopback against the emulator and Prosody.
+        .testTarget(name: "IntegrationTests",
+                    dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

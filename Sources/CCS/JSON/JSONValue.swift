@@ -1,0 +1,167 @@
+import Foundation
+
+/// A JSON value as ccsd reads and writes CCS payloads (ccs-protocol.md §2–3).
+///
+/// Integers and other numbers are kept apart so that `"time_to_live": 0` stays an explicit integer
+/// and `1` is never mistaken for `true`. Objects are dictionaries: key order carries no meaning in
+/// CCS JSON. Parsing uses Foundation's `JSONSerialization` (no parser of our own); `serialized()`
+/// is a small writer, because `JSONSerialization.data(withJSONObject:)` is slow on the per-message path.
+public enum JSONValue: Sendable, Equatable {
+    case null
+    case bool(Bool)
+    case int(Int64)
+    case double(Double)
+    case string(String)
+    case array([JSONValue])
+    case object([String: JSONValue])
+
+    /// Parses one JSON text.
+    /// - Throws: `JSONValue.ParseError` when the text is not JSON.
+    public static func parse(_ data: Data) throws(ParseError) -> JSONValue {
+        let object: Any
+        do {
+            object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
+        } catch {
+            throw ParseError(message: "not valid JSON")
+        }
+        return JSONValue(foundation: object)
+    }
+
+    /// Parses one JSON text held in a string.
+    public static func parse(_ text: String) throws(ParseError) -> JSONValue {
+        try parse(Data(text.utf8))
+    }
+
+    /// The error when text is not JSON.
+    public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
+        public var message: String
+        public var description: String { message }
+    }
+
+    /// Converts a Foundation JSON object (from `JSONSerialization`) to a `JSONValue`.
+    public init(foundation value: Any) {
+        switch value {
+        case let string as String:
+            self = .string(string)
+        case let number as NSNumber:
+            // On Linux, booleans arrive as NSNumber with objCType "c"; integers as "i"/"l"/"q".
+            let type = String(cString: number.objCType)
+            if type == "c" || type == "B" {
+                self = .bool(number.boolValue)
+            } else if type == "d" || type == "f" {
+                let double = number.doubleValue
+                self = .double(double)
+            } else {
+                self = .int(number.int64Value)
+            }
+        case let array as [Any]:
+            self = .array(array.map { JSONValue(foundation: $0) })
+        case let dictionary as [String: Any]:
+            var object: [String: JSONValue] = [:]
+            object.reserveCapacity(dictionary.count)
+            for (key, element) in dictionary { object[key] = JSONValue(foundation: element) }
+            self = .object(object)
+        default:
+            self = .null
+        }
+    }
+
+    // MARK: Accessors
+
+    public var stringValue: String? { if case .string(let s) = self { return s } else { return nil } }
+    public var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
+    public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
+    public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
+    /// The value as an integer: an `.int`, or a `.double` with no fractional part.
+    public var intValue: Int64? {
+        switch self {
+        case .int(let i): return i
+        case .double(let d) where d.rounded() == d && abs(d) < 9.0e15: return Int64(d)
+        default: return nil
+        }
+    }
+    public subscript(key: String) -> JSONValue? { objectValue?[key] }
+
+    /// The JSON type name for error messages: "string", "integer", "number", "boolean", "object", "array", "null".
+    public var typeName: String {
+        switch self {
+        case .null: "null"
+        case .bool: "boolean"
+        case .int: "integer"
+        case .double: "number"
+        case .string: "string"
+        case .array: "array"
+        case .object: "object"
+        }
+    }
+
+    // MARK: Writing
+
+    /// Compact JSON text. Object keys are written sorted so that output is stable.
+    public func serialized() -> String {
+        var out = ""
+        out.reserveCapacity(256)
+        write(to: &out)
+        return out
+    }
+
+    /// Appends compact JSON text to `out`.
+    public func write(to out: inout String) {
+        switch self {
+        case .null: out += "null"
+        case .bool(let b): out += b ? "true" : "false"
+        case .int(let i): out += String(i)
+        case .double(let d):
+            if d.isFinite, d.rounded() == d, abs(d) < 1e15 { out += String(Int64(d)) } else if d.isFinite { out += "\(d)" } else { out += "null" }
+        case .string(let s): JSONValue.writeString(s, to: &out)
+        case .array(let a):
+            out += "["
+            var first = true
+            for element in a {
+                if !first { out += "," }
+                first = false
+                element.write(to: &out)
+            }
+            out += "]"
+        case .object(let o):
+            out += "{"
+            var first = true
+            for key in o.keys.sorted() {
+                if !first { out += "," }
+                first = false
+                JSONValue.writeString(key, to: &out)
+                out += ":"
+                o[key]!.write(to: &out)
+            }
+            out += "}"
+        }
+    }
+
+    /// Appends `s` as a JSON string literal (RFC 8259 §7): quotes, backslash and control characters escaped.
+    public static func writeString(_ s: String, to out: inout String) {
+        out += "\""
+        var needsEscape = false
+        for byte in s.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+            needsEscape = true
+            break
+        }
+        if !needsEscape {
+            out += s
+        } else {
+            for scalar in s.unicodeScalars {
+                switch scalar {
+                case "\"": out += "\\\""
+                case "\\": out += "\\\\"
+                case "\n": out += "\\n"
+                case "\r": out += "\\r"
+                case "\t": out += "\\t"
+                case _ where scalar.value < 0x20:
+                    let hex = String(scalar.value, radix: 16)
+                    out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+                default: out.unicodeScalars.append(scalar)
+                }
+            }
+        }
+        out += "\""
+    }
+}

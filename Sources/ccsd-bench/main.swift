@@ -1,0 +1,2 @@
+import Daemon
+import CCSEmulator
