@@ -1,0 +1,288 @@
+import XMLStream
+
+/// The client side of XMPP stream negotiation as a pure state machine (RFC 6120 §4–§7).
+///
+/// Events go in (`start()`, `streamStarted(_:)`, `stanzaReceived(_:)`, `streamEnded()`), actions come out.
+/// The driver that owns the socket performs the actions; this type does no I/O and reads no clock.
+/// The flow, over direct TLS with no STARTTLS (ccs-protocol.md §1):
+///
+///     header → features(mechanisms) → <auth mechanism="PLAIN"> → <success/> → restart:
+///     header → features(bind[, session]) → bind IQ → [session IQ] → ready
+///
+/// Once ready it answers XEP-0199 pings, answers unknown `iq get`/`set` with `service-unavailable`
+/// (RFC 6120 §8.4), and passes every other stanza up with `.deliver`.
+public struct StreamNegotiation: Sendable {
+    /// What the driver must do, in order.
+    public enum Action: Sendable, Equatable {
+        /// Write the initial stream header to the server (RFC 6120 §4.2), `to` = the JID domain.
+        case sendStreamHeader(to: String)
+        /// Reset the XML parser for a new stream, then write a new header (RFC 6120 §6.4.6).
+        case restartStream(to: String)
+        /// Write this stanza or nonza.
+        case send(XMLElement)
+        /// Negotiation finished; the full JID the server bound.
+        case ready(jid: String)
+        /// A stanza for the layer above (only once ready).
+        case deliver(XMLElement)
+        /// The stream failed or the server ended it: close the stream and the transport, report the error.
+        case fail(XMPPError)
+    }
+
+    /// The negotiation step; sub-state lives inside the cases.
+    public enum State: Sendable, Equatable {
+        case idle
+        /// Waiting for the server's stream header; `authenticated` tells which of the two streams.
+        case awaitingStreamHeader(authenticated: Bool)
+        case awaitingFeatures(authenticated: Bool)
+        case authenticating
+        case binding(iqID: String)
+        case establishingSession(iqID: String, jid: String)
+        case ready(jid: String)
+        case failed
+    }
+
+    public private(set) var state: State = .idle
+    /// The server's stream id from the latest header, if it sent one.
+    public private(set) var streamID: String?
+    let credentials: XMPPCredentials
+    private var nextID = 0
+    /// Whether the post-auth features offered a session that is not marked `<optional/>` (RFC 3921 §3).
+    private var sessionOffered = false
+
+    public init(credentials: XMPPCredentials) {
+        self.credentials = credentials
+    }
+
+    public var isReady: Bool {
+        if case .ready = state { return true }
+        return false
+    }
+
+    /// The transport is up (TLS handshake done): open the stream.
+    public mutating func start() -> [Action] {
+        guard case .idle = state else { preconditionFailure("start() in state \(state)") }
+        state = .awaitingStreamHeader(authenticated: false)
+        return [.sendStreamHeader(to: credentials.jidDomain)]
+    }
+
+    /// The server's `<stream:stream>` open tag arrived.
+    public mutating func streamStarted(_ header: XMLElement) -> [Action] {
+        switch state {
+        case .awaitingStreamHeader(let authenticated):
+            streamID = header.attribute("id")
+            state = .awaitingFeatures(authenticated: authenticated)
+            return []
+        case .failed:
+            return []
+        default:
+            return fail(.unexpectedStanza, message: "stream header in state \(state)")
+        }
+    }
+
+    /// The server closed its stream (`</stream:stream>`, RFC 6120 §4.4).
+    public mutating func streamEnded() -> [Action] {
+        if case .failed = state { return [] }
+        return fail(.streamClosedByPeer, message: "")
+    }
+
+    /// One complete stanza (or nonza) arrived.
+    public mutating func stanzaReceived(_ stanza: XMLElement) -> [Action] {
+        if case .failed = state { return [] }
+        if stanza.is("error", XMLNamespace.stream) {
+            return streamErrorReceived(stanza)
+        }
+        switch state {
+        case .idle, .awaitingStreamHeader:
+            return fail(.unexpectedStanza, message: "<\(stanza.name)> before the stream header")
+        case .awaitingFeatures(let authenticated):
+            guard stanza.is("features", XMLNamespace.stream) else {
+                return fail(.unexpectedStanza, message: "expected stream features, got <\(stanza.name)>")
+            }
+            return authenticated ? postAuthFeatures(stanza) : preAuthFeatures(stanza)
+        case .authenticating:
+            return saslOutcome(stanza)
+        case .binding(let iqID):
+            return bindResult(stanza, iqID: iqID)
+        case .establishingSession(let iqID, let jid):
+            return sessionResult(stanza, iqID: iqID, jid: jid)
+        case .ready:
+            return readyStanza(stanza)
+        case .failed:
+            return []
+        }
+    }
+
+    /// A XEP-0199 ping for the driver's keepalive; the reply needs no tracking, since any inbound
+    /// byte counts as life.
+    public mutating func makePing() -> XMLElement {
+        XMLElement(
+            name: "iq", namespace: XMLNamespace.client,
+            attributes: [.init(name: "type", value: "get"), .init(name: "id", value: makeID("ping"))],
+            children: [XMLElement(name: "ping", namespace: XMLNamespace.ping)])
+    }
+
+    /// Marks the stream failed for a reason found outside (XML error, timeout, transport).
+    public mutating func failExternally(_ error: XMPPError) -> [Action] {
+        if case .failed = state { return [] }
+        state = .failed
+        return [.fail(error)]
+    }
+
+    // MARK: Steps
+
+    private mutating func preAuthFeatures(_ features: XMLElement) -> [Action] {
+        guard let mechanisms = features.child("mechanisms", namespace: XMLNamespace.sasl) else {
+            return fail(.noSupportedMechanism, message: "the server offers no SASL mechanisms")
+        }
+        let offered = mechanisms.children("mechanism", namespace: XMLNamespace.sasl).map {
+            $0.text.trimmingXMLWhitespace()
+        }
+        guard offered.contains("PLAIN") else {
+            return fail(.noSupportedMechanism, message: "PLAIN not offered (offered: \(offered.joined(separator: ", ")))")
+        }
+        state = .authenticating
+        let auth = XMLElement(
+            name: "auth", namespace: XMLNamespace.sasl,
+            attributes: [.init(name: "mechanism", value: "PLAIN")],
+            text: credentials.plainInitialResponse)
+        return [.send(auth)]
+    }
+
+    private mutating func saslOutcome(_ stanza: XMLElement) -> [Action] {
+        if stanza.is("success", XMLNamespace.sasl) {
+            state = .awaitingStreamHeader(authenticated: true)
+            return [.restartStream(to: credentials.jidDomain)]
+        }
+        if stanza.is("failure", XMLNamespace.sasl) {
+            let condition = stanza.children.first { $0.namespace == XMLNamespace.sasl && $0.name != "text" }?.name
+            let text = stanza.child("text", namespace: XMLNamespace.sasl)?.text ?? ""
+            let detail = text.isEmpty ? "the server refused the credentials for \(credentials.bareJID)"
+                : "the server refused the credentials for \(credentials.bareJID): \(text)"
+            return fail(.authenticationFailed, condition: condition ?? "not-authorized", message: detail)
+        }
+        if stanza.is("challenge", XMLNamespace.sasl) {
+            // PLAIN has no challenges (RFC 4616); answering one would be guessing.
+            return fail(.unexpectedStanza, message: "SASL challenge for PLAIN")
+        }
+        return fail(.unexpectedStanza, message: "expected SASL success or failure, got <\(stanza.name)>")
+    }
+
+    private mutating func postAuthFeatures(_ features: XMLElement) -> [Action] {
+        guard features.child("bind", namespace: XMLNamespace.bind) != nil else {
+            return fail(.bindFailed, message: "the server offers no resource binding")
+        }
+        sessionOffered = features.child("session", namespace: XMLNamespace.session)
+            .map { $0.child("optional", namespace: XMLNamespace.session) == nil } ?? false
+        let iqID = makeID("bind")
+        state = .binding(iqID: iqID)
+        var bind = XMLElement(name: "bind", namespace: XMLNamespace.bind)
+        if let resource = credentials.resource {
+            bind.children.append(XMLElement(name: "resource", namespace: XMLNamespace.bind, text: resource))
+        }
+        return [.send(iq(type: "set", id: iqID, child: bind))]
+    }
+
+    private mutating func bindResult(_ stanza: XMLElement, iqID: String) -> [Action] {
+        guard stanza.is("iq", XMLNamespace.client), stanza.attribute("id") == iqID else {
+            return fail(.unexpectedStanza, message: "expected the bind result, got <\(stanza.name)>")
+        }
+        switch stanza.attribute("type") {
+        case "result":
+            guard let jid = stanza.child("bind", namespace: XMLNamespace.bind)?
+                .child("jid", namespace: XMLNamespace.bind)?.text.trimmingXMLWhitespace(), !jid.isEmpty
+            else {
+                return fail(.bindFailed, message: "bind result without a JID")
+            }
+            if sessionOffered {
+                let sessionID = makeID("session")
+                state = .establishingSession(iqID: sessionID, jid: jid)
+                return [.send(iq(type: "set", id: sessionID, child: XMLElement(name: "session", namespace: XMLNamespace.session)))]
+            }
+            state = .ready(jid: jid)
+            return [.ready(jid: jid)]
+        case "error":
+            return fail(.bindFailed, condition: StreamNegotiation.stanzaErrorCondition(stanza), message: "the server refused to bind")
+        default:
+            return fail(.unexpectedStanza, message: "bind reply of type \(stanza.attribute("type") ?? "none")")
+        }
+    }
+
+    private mutating func sessionResult(_ stanza: XMLElement, iqID: String, jid: String) -> [Action] {
+        guard stanza.is("iq", XMLNamespace.client), stanza.attribute("id") == iqID else {
+            return fail(.unexpectedStanza, message: "expected the session result, got <\(stanza.name)>")
+        }
+        if stanza.attribute("type") == "result" {
+            state = .ready(jid: jid)
+            return [.ready(jid: jid)]
+        }
+        return fail(.sessionFailed, condition: StreamNegotiation.stanzaErrorCondition(stanza), message: "the server refused the session")
+    }
+
+    private mutating func readyStanza(_ stanza: XMLElement) -> [Action] {
+        guard stanza.is("iq", XMLNamespace.client) else { return [.deliver(stanza)] }
+        let type = stanza.attribute("type")
+        guard type == "get" || type == "set" else {
+            // Results and errors: our own ping replies, or replies for the layer above.
+            return [.deliver(stanza)]
+        }
+        let id = stanza.attribute("id") ?? ""
+        if type == "get", stanza.child("ping", namespace: XMLNamespace.ping) != nil {
+            return [.send(reply(to: stanza, type: "result", id: id))]
+        }
+        // RFC 6120 §8.4: an IQ we do not understand gets service-unavailable.
+        var error = reply(to: stanza, type: "error", id: id)
+        error.children = [XMLElement(
+            name: "error", namespace: XMLNamespace.client,
+            attributes: [.init(name: "type", value: "cancel")],
+            children: [XMLElement(name: "service-unavailable", namespace: XMLNamespace.stanzas)])]
+        return [.send(error)]
+    }
+
+    private mutating func streamErrorReceived(_ stanza: XMLElement) -> [Action] {
+        let condition = stanza.children.first { $0.namespace == XMLNamespace.streams && $0.name != "text" }?.name
+            ?? "undefined-condition"
+        let text = stanza.child("text", namespace: XMLNamespace.streams)?.text ?? ""
+        return fail(.streamError, condition: condition, message: text)
+    }
+
+    // MARK: Helpers
+
+    private mutating func fail(_ kind: XMPPError.Kind, condition: String? = nil, message: String) -> [Action] {
+        state = .failed
+        return [.fail(XMPPError(kind, condition: condition, message: message))]
+    }
+
+    private mutating func makeID(_ prefix: String) -> String {
+        nextID += 1
+        return "\(prefix)-\(nextID)"
+    }
+
+    private func iq(type: String, id: String, child: XMLElement) -> XMLElement {
+        XMLElement(
+            name: "iq", namespace: XMLNamespace.client,
+            attributes: [.init(name: "type", value: type), .init(name: "id", value: id)],
+            children: [child])
+    }
+
+    private func reply(to stanza: XMLElement, type: String, id: String) -> XMLElement {
+        var attributes: [XMLAttribute] = [.init(name: "type", value: type), .init(name: "id", value: id)]
+        if let from = stanza.attribute("from") { attributes.append(.init(name: "to", value: from)) }
+        return XMLElement(name: "iq", namespace: XMLNamespace.client, attributes: attributes)
+    }
+
+    /// The defined condition inside a stanza's `<error>` child (RFC 6120 §8.3), if any.
+    public static func stanzaErrorCondition(_ stanza: XMLElement) -> String? {
+        stanza.child("error", namespace: stanza.namespace)?
+            .children.first { $0.namespace == XMLNamespace.stanzas && $0.name != "text" }?.name
+    }
+}
+
+extension String {
+    /// The string without leading and trailing XML whitespace (XML 1.0 §2.3 S: space, tab, CR, LF).
+    public func trimmingXMLWhitespace() -> String {
+        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\t" || $0 == "\n" || $0 == "\r" || $0 == "\r\n" }
+        guard let first = firstIndex(where: { !isSpace($0) }) else { return "" }
+        let last = lastIndex(where: { !isSpace($0) })!
+        return String(self[first...last])
+    }
+}

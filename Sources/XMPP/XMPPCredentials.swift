@@ -1,0 +1,39 @@
+import Foundation
+
+/// Who we log in as (ccs-protocol.md §1).
+///
+/// The SASL PLAIN authcid is `username@jidDomain` (for CCS: `SENDER_ID@gcm.googleapis.com`), with an
+/// empty authzid. The JID domain is not the connect host. `description` hides the password.
+public struct XMPPCredentials: Sendable, Equatable, CustomStringConvertible {
+    /// The local part of the JID; for CCS the sender ID.
+    public var username: String
+    /// The secret; for CCS the server key. Never logged.
+    public var password: String
+    /// The JID domain used in the stream header `to` and in the SASL user name (default `gcm.googleapis.com`).
+    public var jidDomain: String
+    /// The resource to request at bind (RFC 6120 §7.7), or `nil` to let the server assign one.
+    public var resource: String?
+
+    public init(username: String, password: String, jidDomain: String = "gcm.googleapis.com", resource: String? = nil) {
+        self.username = username
+        self.password = password
+        self.jidDomain = jidDomain
+        self.resource = resource
+    }
+
+    /// The bare JID `username@jidDomain`.
+    public var bareJID: String { "\(username)@\(jidDomain)" }
+
+    /// The SASL PLAIN initial response (RFC 4616 §2): `"\0" + authcid + "\0" + password`, base64-encoded.
+    public var plainInitialResponse: String {
+        var bytes: [UInt8] = [0]
+        bytes += Array(bareJID.utf8)
+        bytes.append(0)
+        bytes += Array(password.utf8)
+        return Data(bytes).base64EncodedString()
+    }
+
+    public var description: String {
+        "XMPPCredentials(\(bareJID), password: <redacted>)"
+    }
+}
