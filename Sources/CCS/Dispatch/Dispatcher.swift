@@ -1,0 +1,425 @@
+/// The connection pool and outcome policy as one pure state machine (ccs-protocol.md §3–5).
+///
+/// Events go in (`start`, `accept`, `connectionReady`, `received`, `connectionEnded`, `tick`) with the
+/// current time in seconds on a monotonic clock; actions come out. The driver performs them in order.
+/// Rules it keeps:
+/// - each message goes to the ready, non-draining connection with the most free window, and no
+///   connection ever has more than `window` unacked messages (`FlowWindow`);
+/// - ACKs of upstream messages and receipts go out at once, outside the window, on the arrival connection;
+/// - every accepted message ends with exactly one final event: acked, nacked `final: true`, or expired;
+/// - CONNECTION_DRAINING (control or nack) stops sends on that connection, opens a replacement on the
+///   other endpoint at once, and resends what is still in flight there when it closes;
+/// - transient nacks back off per message, RATE_EXCEEDED backs off per token or topic, and neither stalls
+///   other messages.
+public struct Dispatcher<Store: MessageStore>: Sendable {
+    public let configuration: DispatcherConfiguration
+    public private(set) var counters = DispatcherCounters()
+    public private(set) var store: Store
+    /// Sessions by connection id, draining ones included.
+    public private(set) var sessions: [Int: CCSSession] = [:]
+    /// Set once an authentication failure stopped the pool.
+    public private(set) var stopReason: String?
+
+    private struct Slot: Sendable {
+        var connection: Int?
+        var endpointIndex: Int
+        var failures = 0
+    }
+
+    private enum Timer: Sendable {
+        case retry(String)
+        case unblock(String)
+        case reconnect(slot: Int)
+        case expiry(String)
+    }
+
+    /// Where a stored message is; queue entries are checked against it, so stale entries are skipped.
+    private enum Place: Sendable, Equatable {
+        case queued, inFlight(Int), retryWait, keyWait
+    }
+
+    private struct KeyBlock: Sendable {
+        var until: Double
+        var waiting: [String] = []
+    }
+
+    private var slots: [Slot] = []
+    private var slotOfConnection: [Int: Int] = [:]
+    private var places: [String: Place] = [:]
+    /// Resends (drain, lost connection, unblocked keys) go before new messages.
+    private var resendQueue = IDQueue()
+    private var readyQueue = IDQueue()
+    private var timers = TimerQueue<Timer>()
+    private var blockedKeys: [String: KeyBlock] = [:]
+    private var keyStrikes: [String: Int] = [:]
+    private var dedupe: UpstreamDeduplicator
+    private var random: SplitMix64
+    private var nextConnectionID = 1
+    private var shuttingDown = false
+
+    public init(configuration: DispatcherConfiguration, store: Store) {
+        precondition(!configuration.endpoints.isEmpty, "at least one endpoint")
+        self.configuration = configuration
+        self.store = store
+        self.dedupe = UpstreamDeduplicator(window: configuration.upstreamDedupeWindow)
+        self.random = SplitMix64(seed: configuration.seed ?? UInt64.random(in: 0...UInt64.max))
+    }
+
+    /// Messages accepted and not yet final.
+    public var outstanding: Int { store.count }
+
+    /// The earliest time `tick` has work, if any.
+    public var nextWakeup: Double? { timers.nextDue }
+
+    // MARK: Events in
+
+    /// Opens the configured number of connections to the primary endpoint.
+    public mutating func start(now: Double) -> [DispatcherAction] {
+        precondition(slots.isEmpty, "start() twice")
+        var actions: [DispatcherAction] = []
+        for index in 0..<configuration.connections {
+            slots.append(Slot(endpointIndex: 0))
+            open(slot: index, actions: &actions)
+        }
+        return actions
+    }
+
+    /// Takes a validated message. A message_id that is still outstanding is rejected.
+    public mutating func accept(_ record: MessageRecord, now: Double) -> [DispatcherAction] {
+        if let stopReason {
+            return [.event(.rejected(messageID: record.messageID, field: "", error: "ccsd stopped: \(stopReason)"))]
+        }
+        guard store.insert(record) else {
+            return [.event(.rejected(messageID: record.messageID, field: "message_id",
+                                     error: "duplicate message_id: a message with this id is still outstanding"))]
+        }
+        places[record.messageID] = .queued
+        readyQueue.push(record.messageID)
+        timers.schedule(at: record.expiresAt, .expiry(record.messageID))
+        var actions: [DispatcherAction] = [.event(.accepted(messageID: record.messageID))]
+        pump(now: now, actions: &actions)
+        return actions
+    }
+
+    /// Connection `id` finished TLS and XMPP login.
+    public mutating func connectionReady(_ id: Int, now: Double) -> [DispatcherAction] {
+        guard var session = sessions[id] else { return [] }
+        session.becameReady()
+        sessions[id] = session
+        if let slot = slotOfConnection[id] { slots[slot].failures = 0 }
+        var actions: [DispatcherAction] = [.event(.connection(id: id, endpoint: session.endpoint, state: .connected, reason: nil))]
+        pump(now: now, actions: &actions)
+        return actions
+    }
+
+    /// A CCS message arrived on connection `id`.
+    public mutating func received(_ message: InboundMessage, on id: Int, now: Double) -> [DispatcherAction] {
+        var actions: [DispatcherAction] = []
+        switch message {
+        case .ack(let ack):
+            guard resolve(ack.messageID, on: id) else { break }
+            guard let record = store.remove(ack.messageID) else { break }
+            places[ack.messageID] = nil
+            keyStrikes[record.rateKey] = nil
+            counters.acked += 1
+            actions.append(.event(.acked(
+                messageID: ack.messageID, to: ack.from ?? record.to,
+                canonicalRegistrationID: ack.canonicalRegistrationID,
+                group: Dispatcher.group(ack.success, ack.failure, ack.failedRegistrationIDs))))
+        case .nack(let nack):
+            guard resolve(nack.messageID, on: id) else { break }
+            nackReceived(nack, on: id, now: now, actions: &actions)
+        case .stanzaError(let error):
+            guard let messageID = error.resolvedMessageID, resolve(messageID, on: id) else {
+                counters.unmatchedResolutions += 1
+                break
+            }
+            finish(messageID, event: .nacked(
+                messageID: messageID, error: error.condition, description: error.text, final: true,
+                invalidToken: false, group: nil), actions: &actions)
+        case .receipt(let receipt):
+            if dedupe.firstSighting(of: receipt.messageID, now: now) {
+                counters.receipts += 1
+                actions.append(.event(.receipt(receipt)))
+            } else {
+                counters.upstreamDuplicates += 1
+            }
+            actions.append(.ack(connection: id, to: receipt.from, messageID: receipt.messageID))
+        case .upstream(let upstream):
+            if dedupe.firstSighting(of: upstream.messageID, now: now) {
+                counters.upstream += 1
+                actions.append(.event(.upstream(upstream)))
+            } else {
+                counters.upstreamDuplicates += 1
+            }
+            actions.append(.ack(connection: id, to: upstream.from, messageID: upstream.messageID))
+        case .control(let controlType):
+            if controlType == "CONNECTION_DRAINING" {
+                drain(id, actions: &actions)
+            } else {
+                counters.unknownControlTypes += 1
+            }
+        case .unknown:
+            counters.unknownMessageTypes += 1
+        }
+        pump(now: now, actions: &actions)
+        return actions
+    }
+
+    /// Connection `id` ended. What was in flight on it is resent elsewhere with the same message_id.
+    public mutating func connectionEnded(_ id: Int, _ end: ConnectionEnd, now: Double) -> [DispatcherAction] {
+        guard let session = sessions.removeValue(forKey: id) else { return [] }
+        var actions: [DispatcherAction] = []
+        let reason: String? = switch end {
+        case .lost(let reason), .authenticationFailed(let reason): reason
+        case .closedLocally: nil
+        }
+        actions.append(.event(.connection(id: id, endpoint: session.endpoint, state: .closed, reason: reason)))
+        for messageID in session.inFlight.sorted() where places[messageID] == .inFlight(id) {
+            requeueForResend(messageID, now: now, actions: &actions)
+        }
+        if case .authenticationFailed(let reason) = end {
+            stop(reason: reason, actions: &actions)
+            return actions
+        }
+        if let slotIndex = slotOfConnection.removeValue(forKey: id), !shuttingDown {
+            slots[slotIndex].connection = nil
+            if session.hasBeenReady {
+                // A drop after login: reconnect at once (§5).
+                counters.reconnects += 1
+                open(slot: slotIndex, actions: &actions)
+            } else {
+                // Connecting or logging in failed: back off, and try the other endpoint next.
+                slots[slotIndex].failures += 1
+                let delay = configuration.reconnectBackoff.delay(attempt: slots[slotIndex].failures, using: &random)
+                slots[slotIndex].endpointIndex = (slots[slotIndex].endpointIndex + 1) % configuration.endpoints.count
+                timers.schedule(at: now + delay, .reconnect(slot: slotIndex))
+            }
+        }
+        pump(now: now, actions: &actions)
+        return actions
+    }
+
+    /// Time passed: fires due retries, unblocks keys, reconnects, and expires messages.
+    public mutating func tick(now: Double) -> [DispatcherAction] {
+        var actions: [DispatcherAction] = []
+        while let timer = timers.popDue(now: now) {
+            switch timer {
+            case .retry(let messageID):
+                if places[messageID] == .retryWait {
+                    places[messageID] = .queued
+                    readyQueue.push(messageID)
+                }
+            case .unblock(let key):
+                if let block = blockedKeys[key], block.until <= now {
+                    blockedKeys[key] = nil
+                    for messageID in block.waiting where places[messageID] == .keyWait {
+                        places[messageID] = .queued
+                        resendQueue.push(messageID)
+                    }
+                }
+            case .reconnect(let slot):
+                if stopReason == nil, !shuttingDown, slots[slot].connection == nil {
+                    open(slot: slot, actions: &actions)
+                }
+            case .expiry(let messageID):
+                if let record = store.record(messageID), let place = places[messageID], record.isExpired(now: now) {
+                    if case .inFlight = place { break }  // the ack or nack decides; a resend checks again
+                    expire(messageID, actions: &actions)
+                }
+            }
+        }
+        pump(now: now, actions: &actions)
+        return actions
+    }
+
+    /// Closes every connection; no reconnects follow. Messages stay outstanding.
+    public mutating func shutdown() -> [DispatcherAction] {
+        shuttingDown = true
+        return sessions.keys.sorted().map { .close(connection: $0) }
+    }
+
+    // MARK: Outcomes
+
+    private mutating func nackReceived(_ nack: InboundMessage.Nack, on id: Int, now: Double, actions: inout [DispatcherAction]) {
+        let group = Dispatcher.group(nack.success, nack.failure, nack.failedRegistrationIDs)
+        var nackClass = NackClass(code: nack.error)
+        if let group, !group.failedRegistrationIDs.isEmpty, group.success == 0 {
+            nackClass = .permanent  // every member of the group failed: final, with the list (§3)
+        }
+        switch nackClass {
+        case .invalidToken, .permanent:
+            finish(nack.messageID, event: .nacked(
+                messageID: nack.messageID, error: nack.error, description: nack.errorDescription, final: true,
+                invalidToken: nackClass == .invalidToken, group: group), actions: &actions)
+        case .connectionDraining:
+            // Resend at once elsewhere; not an attempt (§4).
+            requeueForResend(nack.messageID, now: now, actions: &actions)
+            drain(id, actions: &actions)
+        case .transient, .rateLimited:
+            guard var record = store.record(nack.messageID) else { return }
+            record.attempts += 1
+            record.lastError = nack.error
+            store.update(record)
+            if record.attempts >= configuration.maxAttempts {
+                finish(nack.messageID, event: .nacked(
+                    messageID: nack.messageID, error: nack.error,
+                    description: "\(nack.errorDescription.map { $0 + "; " } ?? "")gave up after \(record.attempts) attempts",
+                    final: true, invalidToken: false, group: group), actions: &actions)
+                return
+            }
+            if record.isExpired(now: now) {
+                expire(nack.messageID, actions: &actions)
+                return
+            }
+            counters.retried += 1
+            actions.append(.event(.nacked(
+                messageID: nack.messageID, error: nack.error, description: nack.errorDescription, final: false,
+                invalidToken: false, group: group)))
+            if nackClass == .transient {
+                let delay = configuration.retryBackoff.delay(attempt: record.attempts, using: &random)
+                places[nack.messageID] = .retryWait
+                timers.schedule(at: min(now + delay, record.expiresAt), .retry(nack.messageID))
+            } else {
+                let strikes = (keyStrikes[record.rateKey] ?? 0) + 1
+                keyStrikes[record.rateKey] = strikes
+                let until = now + configuration.rateLimitBackoff.delay(attempt: strikes, using: &random)
+                var block = blockedKeys[record.rateKey] ?? KeyBlock(until: until)
+                block.until = max(block.until, until)
+                block.waiting.append(nack.messageID)
+                blockedKeys[record.rateKey] = block
+                places[nack.messageID] = .keyWait
+                timers.schedule(at: block.until, .unblock(record.rateKey))
+            }
+        }
+    }
+
+    /// Puts a message that left the wire unresolved first in line, unless its time_to_live ran out.
+    private mutating func requeueForResend(_ messageID: String, now: Double, actions: inout [DispatcherAction]) {
+        guard let record = store.record(messageID) else { return }
+        if record.isExpired(now: now) {
+            expire(messageID, actions: &actions)
+            return
+        }
+        places[messageID] = .queued
+        resendQueue.push(messageID)
+    }
+
+    private mutating func finish(_ messageID: String, event: DispatcherEvent, actions: inout [DispatcherAction]) {
+        guard store.remove(messageID) != nil else { return }
+        places[messageID] = nil
+        counters.nacked += 1
+        actions.append(.event(event))
+    }
+
+    private mutating func expire(_ messageID: String, actions: inout [DispatcherAction]) {
+        guard store.remove(messageID) != nil else { return }
+        places[messageID] = nil
+        counters.expired += 1
+        actions.append(.event(.expired(messageID: messageID)))
+    }
+
+    private mutating func stop(reason: String, actions: inout [DispatcherAction]) {
+        guard stopReason == nil else { return }
+        stopReason = reason
+        shuttingDown = true
+        actions.append(.stop(reason: reason))
+        for id in sessions.keys.sorted() { actions.append(.close(connection: id)) }
+        // Tell the app about every message that will now never be sent.
+        var outstanding = places.keys.sorted()
+        outstanding.removeAll { store.record($0) == nil }
+        for messageID in outstanding {
+            finish(messageID, event: .nacked(
+                messageID: messageID, error: "AUTHENTICATION_FAILED",
+                description: "ccsd could not log in to CCS and stopped; the message was not delivered",
+                final: true, invalidToken: false, group: nil), actions: &actions)
+        }
+    }
+
+    private static func group(_ success: Int?, _ failure: Int?, _ failed: [String]?) -> GroupOutcome? {
+        guard success != nil || failure != nil || failed != nil else { return nil }
+        return GroupOutcome(success: success ?? 0, failure: failure ?? failed?.count ?? 0, failedRegistrationIDs: failed ?? [])
+    }
+
+    // MARK: Connections
+
+    /// Resolves `messageID` in flight on connection `id`; false (and counted) when it is not.
+    private mutating func resolve(_ messageID: String, on id: Int) -> Bool {
+        guard var session = sessions[id], session.resolve(messageID) else {
+            counters.unmatchedResolutions += 1
+            return false
+        }
+        sessions[id] = session
+        return true
+    }
+
+    private mutating func drain(_ id: Int, actions: inout [DispatcherAction]) {
+        guard var session = sessions[id], session.startDraining() else { return }
+        sessions[id] = session
+        counters.drains += 1
+        actions.append(.event(.connection(id: id, endpoint: session.endpoint, state: .draining, reason: nil)))
+        // The draining connection leaves its slot; a replacement opens at once on the other endpoint (§5).
+        guard let slotIndex = slotOfConnection.removeValue(forKey: id), !shuttingDown else { return }
+        slots[slotIndex].connection = nil
+        let drained = configuration.endpoints.firstIndex(of: session.endpoint) ?? slots[slotIndex].endpointIndex
+        slots[slotIndex].endpointIndex = (drained + 1) % configuration.endpoints.count
+        open(slot: slotIndex, actions: &actions)
+    }
+
+    private mutating func open(slot index: Int, actions: inout [DispatcherAction]) {
+        let id = nextConnectionID
+        nextConnectionID += 1
+        let endpoint = configuration.endpoints[slots[index].endpointIndex]
+        slots[index].connection = id
+        slotOfConnection[id] = index
+        sessions[id] = CCSSession(id: id, endpoint: endpoint, windowCapacity: configuration.window)
+        actions.append(.event(.connection(id: id, endpoint: endpoint, state: .reconnecting, reason: nil)))
+        actions.append(.open(connection: id, endpoint: endpoint))
+    }
+
+    // MARK: Sending
+
+    /// Sends as much as the windows allow: resends first, then new and retried messages.
+    private mutating func pump(now: Double, actions: inout [DispatcherAction]) {
+        guard stopReason == nil else { return }
+        while !(resendQueue.isEmpty && readyQueue.isEmpty), let connection = bestConnection() {
+            guard let messageID = nextSendable(now: now, actions: &actions) else { return }
+            guard var record = store.record(messageID) else { continue }
+            record.sends += 1
+            store.update(record)
+            sessions[connection]!.didSend(messageID)
+            places[messageID] = .inFlight(connection)
+            counters.sent += 1
+            actions.append(.send(connection: connection, record: record))
+        }
+    }
+
+    /// The ready, non-draining connection with the most free window; ties go to the lowest id.
+    private func bestConnection() -> Int? {
+        var best: (id: Int, free: Int)?
+        for (id, session) in sessions where session.canSend {
+            let free = session.window.free
+            if best == nil || free > best!.free || (free == best!.free && id < best!.id) { best = (id, free) }
+        }
+        return best?.id
+    }
+
+    /// Pops the next message that may go now; expires and parks the ones that may not.
+    private mutating func nextSendable(now: Double, actions: inout [DispatcherAction]) -> String? {
+        while let messageID = resendQueue.pop() ?? readyQueue.pop() {
+            guard places[messageID] == .queued, let record = store.record(messageID) else { continue }
+            if record.isExpired(now: now) {
+                expire(messageID, actions: &actions)
+                continue
+            }
+            if var block = blockedKeys[record.rateKey], block.until > now {
+                block.waiting.append(messageID)
+                blockedKeys[record.rateKey] = block
+                places[messageID] = .keyWait
+                continue
+            }
+            return messageID
+        }
+        return nil
+    }
+}

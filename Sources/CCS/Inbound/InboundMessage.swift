@@ -1,0 +1,181 @@
+import Foundation
+import XMLStream
+
+/// One CCS message received on a connection, classified by its JSON `message_type` (ccs-protocol.md §2–3).
+public enum InboundMessage: Sendable, Equatable {
+    /// A downstream message was accepted (§3). Device-group acks carry the member counts.
+    case ack(Ack)
+    /// A downstream message was rejected (§3–4).
+    case nack(Nack)
+    /// A delivery receipt; ACK it with its full `dr2:` message_id (§3).
+    case receipt(Receipt)
+    /// A control message; `controlType` is `CONNECTION_DRAINING` today (§5). It has no message_id.
+    case control(controlType: String)
+    /// An upstream message from a device (no message_type); ACK it on the same connection (§3).
+    case upstream(Upstream)
+    /// `<message type="error">`: CCS could not read a downstream message at all (§3).
+    case stanzaError(StanzaError)
+    /// A message_type ccsd does not know: logged and counted, never fatal (§2).
+    case unknown(messageType: String, messageID: String?)
+
+    public struct Ack: Sendable, Equatable {
+        public var messageID: String
+        /// The `from` of the ack: the token, notification key or topic the message went to.
+        public var from: String?
+        /// The canonical registration token, when CCS says the token has changed.
+        public var canonicalRegistrationID: String?
+        /// Device-group acks: members reached, members failed, and the tokens that failed.
+        public var success: Int?
+        public var failure: Int?
+        public var failedRegistrationIDs: [String]?
+    }
+
+    public struct Nack: Sendable, Equatable {
+        public var messageID: String
+        public var from: String?
+        /// The CCS error code, e.g. `BAD_REGISTRATION` (§4).
+        public var error: String
+        public var errorDescription: String?
+        /// Device-group nacks where every member failed.
+        public var success: Int?
+        public var failure: Int?
+        public var failedRegistrationIDs: [String]?
+    }
+
+    public struct Receipt: Sendable, Equatable {
+        /// The receipt's own id, `dr2:` + the original message_id.
+        public var messageID: String
+        /// The receipt's `from` (normally `gcm.googleapis.com`): the ACK goes `to` it.
+        public var from: String
+        public var originalMessageID: String?
+        public var status: String?
+        public var deviceRegistrationID: String?
+        public var category: String?
+    }
+
+    public struct Upstream: Sendable, Equatable {
+        public var messageID: String
+        /// The device's registration token.
+        public var from: String
+        public var category: String?
+        /// The `data` object exactly as received (string values, XML entities already resolved).
+        public var data: JSONValue
+        public var timeToLive: Int64?
+    }
+
+    public struct StanzaError: Sendable, Equatable {
+        /// The stanza `id` attribute; ccsd sets it equal to the message_id.
+        public var id: String?
+        /// A message_id found in the echoed JSON, if any.
+        public var messageID: String?
+        /// The RFC 6120 §8.3 condition, e.g. `bad-request`.
+        public var condition: String
+        public var code: String?
+        public var text: String?
+
+        /// The message this error resolves: the `id` attribute, else the echoed message_id.
+        public var resolvedMessageID: String? { id ?? messageID }
+    }
+}
+
+/// Why an inbound stanza could not be read as a CCS message. Never fatal to the connection.
+public struct InboundParseError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var field: String
+    public var rule: String
+    public var description: String { "\(field): \(rule)" }
+}
+
+extension InboundMessage {
+    /// Classifies a `<message>` stanza (ccs-protocol.md §2).
+    ///
+    /// Returns `nil` for stanzas that are not CCS payloads (no `gcm` child in `google:mobile:data`
+    /// and not an error). Matching is by namespace URI and local name, so any prefix works.
+    /// - Throws: `InboundParseError` when the `gcm` text is not a JSON object or lacks a field the type needs.
+    public static func parse(stanza: XMLElement) throws(InboundParseError) -> InboundMessage? {
+        guard stanza.name == "message" else { return nil }
+        let gcm = stanza.child("gcm", namespace: XMLNamespace.gcm)
+        if stanza.attribute("type") == "error" {
+            return .stanzaError(parseStanzaError(stanza, gcm: gcm))
+        }
+        guard let gcm else { return nil }
+        let object = try parseJSONObject(gcm.text)
+        let messageType = object["message_type"]?.stringValue
+        switch messageType {
+        case nil:
+            if object["message_type"] != nil {
+                throw InboundParseError(field: "message_type", rule: "must be a string")
+            }
+            let data = object["data"] ?? .object([:])
+            return .upstream(Upstream(
+                messageID: try string(object, "message_id"),
+                from: try string(object, "from"),
+                category: object["category"]?.stringValue,
+                data: data,
+                timeToLive: object["time_to_live"]?.intValue))
+        case "ack":
+            return .ack(Ack(
+                messageID: try string(object, "message_id"),
+                from: object["from"]?.stringValue,
+                canonicalRegistrationID: object["registration_id"]?.stringValue,
+                success: object["success"]?.intValue.map(Int.init),
+                failure: object["failure"]?.intValue.map(Int.init),
+                failedRegistrationIDs: stringArray(object["failed_registration_ids"])))
+        case "nack":
+            return .nack(Nack(
+                messageID: try string(object, "message_id"),
+                from: object["from"]?.stringValue,
+                error: object["error"]?.stringValue ?? "UNKNOWN",
+                errorDescription: object["error_description"]?.stringValue,
+                success: object["success"]?.intValue.map(Int.init),
+                failure: object["failure"]?.intValue.map(Int.init),
+                failedRegistrationIDs: stringArray(object["failed_registration_ids"])))
+        case "receipt":
+            let data = object["data"]?.objectValue ?? [:]
+            return .receipt(Receipt(
+                messageID: try string(object, "message_id"),
+                from: object["from"]?.stringValue ?? "gcm.googleapis.com",
+                originalMessageID: data["original_message_id"]?.stringValue,
+                status: data["message_status"]?.stringValue,
+                deviceRegistrationID: data["device_registration_id"]?.stringValue,
+                category: object["category"]?.stringValue))
+        case "control":
+            return .control(controlType: object["control_type"]?.stringValue ?? "")
+        case let other?:
+            return .unknown(messageType: other, messageID: object["message_id"]?.stringValue)
+        }
+    }
+
+    private static func parseJSONObject(_ text: String) throws(InboundParseError) -> [String: JSONValue] {
+        // The text may come in many pieces with whitespace around the JSON: join (the parser did), trim, parse.
+        let trimmed = text.trimmingXMLWhitespace()
+        guard let value = try? JSONValue.parse(trimmed), let object = value.objectValue else {
+            throw InboundParseError(field: "gcm", rule: "the payload is not a JSON object")
+        }
+        return object
+    }
+
+    private static func string(_ object: [String: JSONValue], _ key: String) throws(InboundParseError) -> String {
+        guard let value = object[key]?.stringValue, !value.isEmpty else {
+            throw InboundParseError(field: key, rule: "a non-empty string is required")
+        }
+        return value
+    }
+
+    private static func stringArray(_ value: JSONValue?) -> [String]? {
+        value?.arrayValue?.compactMap(\.stringValue)
+    }
+
+    private static func parseStanzaError(_ stanza: XMLElement, gcm: XMLElement?) -> StanzaError {
+        let error = stanza.children.first { $0.name == "error" }
+        let condition = error?.children.first { $0.namespace == XMLNamespace.stanzas && $0.name != "text" }?.name
+        let text = error?.child("text", namespace: XMLNamespace.stanzas)?.text
+        var echoedID: String?
+        if let gcm, let value = try? JSONValue.parse(gcm.text.trimmingXMLWhitespace()) {
+            echoedID = value["message_id"]?.stringValue
+        }
+        return StanzaError(
+            id: stanza.attribute("id"), messageID: echoedID,
+            condition: condition ?? "undefined-condition",
+            code: error?.attribute("code"), text: text)
+    }
+}

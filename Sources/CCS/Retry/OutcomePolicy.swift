@@ -1,0 +1,33 @@
+/// What a nack's error code means and what ccsd does about it: the table in ccs-protocol.md §4.
+public enum NackClass: Sendable, Equatable {
+    /// Final: the token is bad (BAD_REGISTRATION, DEVICE_UNREGISTERED, SENDER_ID_MISMATCH); the app should drop it.
+    case invalidToken
+    /// Final: our bug or bad input (INVALID_JSON, BAD_ACK), or project configuration
+    /// (INVALID_APNS_CREDENTIAL, AUTHENTICATION_FAILED).
+    case permanent
+    /// Retry this message with exponential backoff (SERVICE_UNAVAILABLE, INTERNAL_SERVER_ERROR, unknown codes).
+    case transient
+    /// Retry later, holding back every message to this token (DEVICE_MESSAGE_RATE_EXCEEDED) or topic
+    /// (TOPICS_MESSAGE_RATE_EXCEEDED) only.
+    case rateLimited
+    /// The connection is draining: resend at once elsewhere; not an attempt (§5).
+    case connectionDraining
+
+    /// Classifies a CCS error code. Unknown codes are treated as INTERNAL_SERVER_ERROR.
+    public init(code: String) {
+        switch code {
+        case "BAD_REGISTRATION", "DEVICE_UNREGISTERED", "SENDER_ID_MISMATCH":
+            self = .invalidToken
+        case "INVALID_JSON", "BAD_ACK", "INVALID_APNS_CREDENTIAL", "AUTHENTICATION_FAILED":
+            self = .permanent
+        case "DEVICE_MESSAGE_RATE_EXCEEDED", "TOPICS_MESSAGE_RATE_EXCEEDED":
+            self = .rateLimited
+        case "CONNECTION_DRAINING":
+            self = .connectionDraining
+        default:
+            self = .transient
+        }
+    }
+
+    public var isFinal: Bool { self == .invalidToken || self == .permanent }
+}

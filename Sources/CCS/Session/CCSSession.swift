@@ -1,0 +1,93 @@
+/// One CCS connection's downstream bookkeeping (ccs-protocol.md §5): its phase, its flow window, and
+/// the message_ids in flight on it.
+///
+/// Draining is a phase, not a flag: a draining session takes no new messages, still resolves the acks
+/// and nacks that arrive for what it has in flight, and hands back the rest when it closes.
+public struct CCSSession: Sendable {
+    public enum Phase: Sendable, Equatable {
+        /// TLS and XMPP negotiation under way: nothing may be sent.
+        case connecting
+        /// Logged in: takes messages while the window has room.
+        case ready
+        /// CONNECTION_DRAINING seen: no new messages; acks still resolve.
+        case draining
+    }
+
+    public let id: Int
+    public let endpoint: Endpoint
+    public private(set) var phase: Phase = .connecting
+    public private(set) var window: FlowWindow
+    /// message_ids sent here and not yet acked or nacked.
+    public private(set) var inFlight: Set<String> = []
+
+    public init(id: Int, endpoint: Endpoint, windowCapacity: Int) {
+        self.id = id
+        self.endpoint = endpoint
+        self.window = FlowWindow(capacity: windowCapacity)
+    }
+
+    /// True once the session has logged in (it may be draining since).
+    public var hasBeenReady: Bool { phase != .connecting }
+
+    public var canSend: Bool { phase == .ready && window.canSend }
+
+    public mutating func becameReady() {
+        guard phase == .connecting else { preconditionFailure("becameReady in phase \(phase)") }
+        phase = .ready
+    }
+
+    /// Records a send. The caller checked `canSend`.
+    public mutating func didSend(_ messageID: String) {
+        guard phase == .ready else { preconditionFailure("send in phase \(phase)") }
+        window.didSend()
+        inFlight.insert(messageID)
+    }
+
+    /// An ack or nack arrived for `messageID`; returns false when it was not in flight here.
+    public mutating func resolve(_ messageID: String) -> Bool {
+        guard inFlight.remove(messageID) != nil else { return false }
+        window.didResolve()
+        return true
+    }
+
+    /// Enters draining; returns false when the session was not ready (already draining, or connecting).
+    public mutating func startDraining() -> Bool {
+        guard phase == .ready else { return false }
+        phase = .draining
+        return true
+    }
+}
+
+/// A CCS server address.
+public struct Endpoint: Sendable, Hashable, CustomStringConvertible {
+    public var host: String
+    public var port: Int
+
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST:PORT` or `[IPv6]:PORT`; returns nil when the text has no valid port 1…65535.
+    public init?(parsing text: String) {
+        var hostPart: Substring
+        let portPart: Substring
+        if text.hasPrefix("[") {
+            guard let close = text.firstIndex(of: "]") else { return nil }
+            hostPart = text[text.index(after: text.startIndex)..<close]
+            let rest = text[text.index(after: close)...]
+            guard rest.hasPrefix(":") else { return nil }
+            portPart = rest.dropFirst()
+        } else {
+            guard let colon = text.lastIndex(of: ":") else { return nil }
+            hostPart = text[..<colon]
+            portPart = text[text.index(after: colon)...]
+            if hostPart.contains(":") { return nil }
+        }
+        guard !hostPart.isEmpty, let port = Int(portPart), (1...65535).contains(port) else { return nil }
+        self.host = String(hostPart)
+        self.port = port
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}

@@ -1,0 +1,45 @@
+/// Remembers upstream message_ids for a while so that a redelivered message is ACKed again but handed
+/// over only once (ccs-protocol.md §3: "Expect duplicates: deduplicate by message_id per sender ID").
+///
+/// Entries live `window` seconds and at most `capacity` are kept (oldest dropped first), so memory is
+/// bounded whatever the peer sends.
+public struct UpstreamDeduplicator: Sendable {
+    /// Seconds a message_id is remembered. Default 600.
+    public let window: Double
+    /// The most message_ids remembered. Default 100,000.
+    public let capacity: Int
+    private var seenAt: [String: Double] = [:]
+    private var order: [(id: String, at: Double)] = []
+    private var head = 0
+
+    public init(window: Double = 600, capacity: Int = 100_000) {
+        self.window = window
+        self.capacity = max(1, capacity)
+    }
+
+    /// Records `messageID` at `now`; returns true when it is new (hand it over), false for a duplicate.
+    public mutating func firstSighting(of messageID: String, now: Double) -> Bool {
+        evict(now: now)
+        if seenAt[messageID] != nil { return false }
+        seenAt[messageID] = now
+        order.append((messageID, now))
+        if seenAt.count > capacity { dropOldest() }
+        return true
+    }
+
+    public var count: Int { seenAt.count }
+
+    private mutating func evict(now: Double) {
+        while head < order.count, now - order[head].at >= window { dropOldest() }
+    }
+
+    private mutating func dropOldest() {
+        let entry = order[head]
+        if seenAt[entry.id] == entry.at { seenAt[entry.id] = nil }
+        head += 1
+        if head > 1024 && head * 2 > order.count {
+            order.removeFirst(head)
+            head = 0
+        }
+    }
+}
