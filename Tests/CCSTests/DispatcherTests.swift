@@ -1,0 +1,458 @@
+import Testing
+@testable import CCS
+
+private let primary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5235)
+private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
+
+/// Transcripts through the pool state machine (ccs-protocol.md §3–5), no sockets, no sleeps.
+@Suite struct DispatcherTests {
+
+    /// A harness that keeps the dispatcher and remembers what it asked for.
+    struct Harness {
+        var dispatcher: Dispatcher<InMemoryMessageStore>
+        var now = 0.0
+        var events: [DispatcherEvent] = []
+        var sends: [(connection: Int, messageID: String)] = []
+        var acks: [(connection: Int, to: String, messageID: String)] = []
+        var opened: [(connection: Int, endpoint: Endpoint)] = []
+        var closes: [Int] = []
+        var stops: [String] = []
+
+        init(connections: Int = 1, window: Int = 100, maxAttempts: Int = 5, endpoints: [Endpoint] = [primary, secondary]) {
+            dispatcher = Dispatcher(
+                configuration: DispatcherConfiguration(
+                    endpoints: endpoints, connections: connections, window: window, maxAttempts: maxAttempts, seed: 42),
+                store: InMemoryMessageStore())
+        }
+
+        mutating func apply(_ actions: [DispatcherAction]) {
+            for action in actions {
+                switch action {
+                case .open(let c, let e): opened.append((c, e))
+                case .send(let c, let r): sends.append((c, r.messageID))
+                case .ack(let c, let to, let id): acks.append((c, to, id))
+                case .close(let c): closes.append(c)
+                case .event(let e): events.append(e)
+                case .stop(let reason): stops.append(reason)
+                }
+            }
+        }
+
+        /// Starts the pool and brings every opened connection up.
+        mutating func startReady() {
+            apply(dispatcher.start(now: now))
+            for (id, _) in opened { apply(dispatcher.connectionReady(id, now: now)) }
+        }
+
+        mutating func accept(_ id: String, to: String = "token-a", ttl: Int = 2_419_200) {
+            let record = MessageRecord(messageID: id, json: "{\"to\":\"\(to)\",\"message_id\":\"\(id)\"}", to: to,
+                                       rateKey: to, acceptedAt: now, timeToLive: ttl)
+            apply(dispatcher.accept(record, now: now))
+        }
+
+        mutating func receive(_ message: InboundMessage, on connection: Int) {
+            apply(dispatcher.received(message, on: connection, now: now))
+        }
+
+        mutating func ack(_ id: String, on connection: Int) {
+            receive(.ack(.init(messageID: id, from: "token-a")), on: connection)
+        }
+
+        mutating func nack(_ id: String, _ error: String, on connection: Int) {
+            receive(.nack(.init(messageID: id, from: "token-a", error: error)), on: connection)
+        }
+
+        mutating func advance(to time: Double) {
+            now = time
+            apply(dispatcher.tick(now: now))
+        }
+
+        func inFlight(_ connection: Int) -> Int { dispatcher.sessions[connection]?.window.inFlight ?? 0 }
+
+        func finalEvents(for id: String) -> [DispatcherEvent] {
+            events.filter { event in
+                guard event.isFinal else { return false }
+                switch event {
+                case .acked(let m, _, _, _), .expired(let m), .nacked(let m, _, _, _, _, _): return m == id
+                default: return false
+                }
+            }
+        }
+    }
+
+    // MARK: Flow control
+
+    @Test func neverMoreThanWindowUnackedPerConnection() {
+        var h = Harness()
+        h.startReady()
+        for i in 0..<250 { h.accept("m-\(i)") }
+        #expect(h.sends.count == 100)
+        #expect(h.inFlight(1) == 100)
+        h.ack("m-0", on: 1)
+        #expect(h.sends.count == 101)
+        #expect(h.sends.last?.messageID == "m-100")
+        #expect(h.inFlight(1) == 100)
+    }
+
+    @Test func configuredSmallerWindowIsKept() {
+        var h = Harness(window: 3)
+        h.startReady()
+        for i in 0..<10 { h.accept("m-\(i)") }
+        #expect(h.sends.count == 3)
+    }
+
+    @Test func nothingIsSentBeforeLogin() {
+        var h = Harness()
+        h.apply(h.dispatcher.start(now: 0))
+        h.accept("m-1")
+        #expect(h.sends.isEmpty)
+        h.apply(h.dispatcher.connectionReady(1, now: 0))
+        #expect(h.sends.map(\.messageID) == ["m-1"])
+    }
+
+    @Test func eachMessageGoesToTheConnectionWithMostFreeWindow() {
+        var h = Harness(connections: 2, window: 4)
+        h.startReady()
+        for i in 0..<6 { h.accept("m-\(i)") }
+        #expect(h.inFlight(1) == 3)
+        #expect(h.inFlight(2) == 3)
+        h.ack("m-0", on: 1)
+        h.ack("m-2", on: 1)
+        h.accept("m-6")
+        // Connection 1 has 3 free, connection 2 has 1.
+        #expect(h.sends.last! == (1, "m-6"))
+    }
+
+    @Test func upstreamAcksBypassAFullWindow() {
+        var h = Harness(window: 1)
+        h.startReady()
+        h.accept("m-1")
+        h.accept("m-2")
+        #expect(h.inFlight(1) == 1)
+        h.receive(.upstream(.init(messageID: "u-1", from: "dev-1", category: "app", data: .object([:]), timeToLive: nil)), on: 1)
+        #expect(h.acks.count == 1)
+        #expect(h.acks[0] == (1, "dev-1", "u-1"))
+        #expect(h.inFlight(1) == 1)
+    }
+
+    // MARK: Outcomes
+
+    @Test func ackIsFinalWithCanonicalToken() {
+        var h = Harness()
+        h.startReady()
+        h.accept("m-1")
+        h.receive(.ack(.init(messageID: "m-1", from: "token-a", canonicalRegistrationID: "token-new")), on: 1)
+        #expect(h.events.last == .acked(messageID: "m-1", to: "token-a", canonicalRegistrationID: "token-new", group: nil))
+        #expect(h.dispatcher.outstanding == 0)
+    }
+
+    @Test func unmatchedAckIsCountedAndIgnored() {
+        var h = Harness()
+        h.startReady()
+        let before = h.events.count
+        h.ack("nobody", on: 1)
+        #expect(h.events.count == before)
+        #expect(h.dispatcher.counters.unmatchedResolutions == 1)
+    }
+
+    @Test(arguments: ["BAD_REGISTRATION", "DEVICE_UNREGISTERED", "SENDER_ID_MISMATCH"])
+    func badTokenNacksAreFinalAndMarkTheToken(code: String) {
+        var h = Harness()
+        h.startReady()
+        h.accept("m-1")
+        h.nack("m-1", code, on: 1)
+        #expect(h.events.last == .nacked(messageID: "m-1", error: code, description: nil, final: true, invalidToken: true, group: nil))
+        #expect(h.dispatcher.outstanding == 0)
+    }
+
+    @Test(arguments: ["INVALID_JSON", "BAD_ACK", "INVALID_APNS_CREDENTIAL", "AUTHENTICATION_FAILED"])
+    func permanentNacksAreFinal(code: String) {
+        var h = Harness()
+        h.startReady()
+        h.accept("m-1")
+        h.nack("m-1", code, on: 1)
+        #expect(h.events.last == .nacked(messageID: "m-1", error: code, description: nil, final: true, invalidToken: false, group: nil))
+    }
+
+    @Test(arguments: ["SERVICE_UNAVAILABLE", "INTERNAL_SERVER_ERROR", "SOMETHING_NEW"])
+    func transientNacksRetryWithBackoffWithoutStallingOthers(code: String) {
+        var h = Harness(window: 2)
+        h.startReady()
+        h.accept("m-1")
+        h.accept("m-2")
+        h.accept("m-3")
+        h.nack("m-1", code, on: 1)
+        #expect(h.events.last == .nacked(messageID: "m-1", error: code, description: nil, final: false, invalidToken: false, group: nil))
+        // m-3 takes the freed slot at once; m-1 waits for its backoff (0.8–1.2 s for attempt 1).
+        #expect(h.sends.map(\.messageID) == ["m-1", "m-2", "m-3"])
+        h.ack("m-2", on: 1)
+        h.advance(to: 0.79)
+        #expect(h.sends.count == 3)
+        h.advance(to: 1.21)
+        #expect(h.sends.map(\.messageID) == ["m-1", "m-2", "m-3", "m-1"])
+    }
+
+    @Test func attemptsRunOutIntoAFinalNack() {
+        var h = Harness(maxAttempts: 3)
+        h.startReady()
+        h.accept("m-1")
+        for round in 1...3 {
+            h.nack("m-1", "SERVICE_UNAVAILABLE", on: 1)
+            h.advance(to: h.now + 100)
+            #expect(h.sends.count == (round < 3 ? round + 1 : 3))
+        }
+        guard case .nacked(_, let error, let description, true, false, nil)? = h.events.last else {
+            Issue.record("expected a final nack, got \(String(describing: h.events.last))")
+            return
+        }
+        #expect(error == "SERVICE_UNAVAILABLE")
+        #expect(description?.contains("3 attempts") == true)
+        #expect(h.finalEvents(for: "m-1").count == 1)
+    }
+
+    @Test func rateExceededHoldsBackOnlyThatToken() {
+        var h = Harness()
+        h.startReady()
+        h.accept("a-1", to: "token-a")
+        h.nack("a-1", "DEVICE_MESSAGE_RATE_EXCEEDED", on: 1)
+        h.accept("a-2", to: "token-a")
+        h.accept("b-1", to: "token-b")
+        #expect(h.sends.map(\.messageID) == ["a-1", "b-1"])
+        h.advance(to: 1.5)
+        #expect(h.sends.map(\.messageID) == ["a-1", "b-1", "a-1", "a-2"])
+    }
+
+    @Test func topicRateExceededHoldsBackOnlyThatTopic() {
+        var h = Harness()
+        h.startReady()
+        h.accept("t-1", to: "/topics/news")
+        h.receive(.nack(.init(messageID: "t-1", from: "/topics/news", error: "TOPICS_MESSAGE_RATE_EXCEEDED")), on: 1)
+        h.accept("t-2", to: "/topics/news")
+        h.accept("s-1", to: "/topics/sport")
+        #expect(h.sends.map(\.messageID) == ["t-1", "s-1"])
+        h.advance(to: 2)
+        #expect(Set(h.sends.suffix(2).map(\.messageID)) == ["t-1", "t-2"])
+    }
+
+    @Test func stanzaErrorIsFinalByIDAttribute() {
+        var h = Harness()
+        h.startReady()
+        h.accept("m-7")
+        h.receive(.stanzaError(.init(id: "m-7", messageID: nil, condition: "bad-request", code: "400", text: "InvalidJson")), on: 1)
+        #expect(h.events.last == .nacked(messageID: "m-7", error: "bad-request", description: "InvalidJson", final: true, invalidToken: false, group: nil))
+    }
+
+    @Test func deviceGroupAckListsFailures() {
+        var h = Harness()
+        h.startReady()
+        h.accept("g-1", to: "group-key")
+        h.receive(.ack(.init(messageID: "g-1", from: "group-key", success: 1, failure: 2, failedRegistrationIDs: ["t1", "t2"])), on: 1)
+        #expect(h.events.last == .acked(messageID: "g-1", to: "group-key", canonicalRegistrationID: nil,
+                                       group: GroupOutcome(success: 1, failure: 2, failedRegistrationIDs: ["t1", "t2"])))
+    }
+
+    @Test func deviceGroupNackWhereAllFailedIsFinal() {
+        var h = Harness()
+        h.startReady()
+        h.accept("g-2", to: "group-key")
+        h.receive(.nack(.init(messageID: "g-2", from: "group-key", error: "SERVICE_UNAVAILABLE", success: 0, failure: 2, failedRegistrationIDs: ["t1", "t2"])), on: 1)
+        guard case .nacked(_, _, _, true, _, let group)? = h.events.last else {
+            Issue.record("expected final nack")
+            return
+        }
+        #expect(group?.failedRegistrationIDs == ["t1", "t2"])
+    }
+
+    @Test func duplicateOutstandingMessageIDIsRejected() {
+        var h = Harness()
+        h.startReady()
+        h.accept("m-1")
+        h.accept("m-1")
+        #expect(h.events.last == .rejected(messageID: "m-1", field: "message_id",
+                                          error: "duplicate message_id: a message with this id is still outstanding"))
+        #expect(h.sends.count == 1)
+    }
+
+    // MARK: Expiry
+
+    @Test func messageWaitingPastItsTTLExpiresWithoutBeingSent() {
+        var h = Harness()
+        h.apply(h.dispatcher.start(now: 0))  // never logs in
+        h.accept("m-1", ttl: 5)
+        h.advance(to: 4.9)
+        #expect(h.events.last == .accepted(messageID: "m-1"))
+        h.advance(to: 5)
+        #expect(h.events.last == .expired(messageID: "m-1"))
+        h.apply(h.dispatcher.connectionReady(1, now: 6))
+        #expect(h.sends.isEmpty)
+    }
+
+    @Test func zeroTTLGetsOneTryAndIsNeverResent() {
+        var h = Harness()
+        h.startReady()
+        h.accept("now-or-never", ttl: 0)
+        #expect(h.sends.count == 1)
+        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "reset"), now: 0.1))
+        #expect(h.finalEvents(for: "now-or-never") == [.expired(messageID: "now-or-never")])
+    }
+
+    @Test func retryThatWouldOutliveTTLExpires() {
+        var h = Harness()
+        h.startReady()
+        h.accept("m-1", ttl: 3)
+        h.nack("m-1", "SERVICE_UNAVAILABLE", on: 1)
+        h.advance(to: 3)
+        #expect(h.finalEvents(for: "m-1") == [.expired(messageID: "m-1")])
+        #expect(h.sends.count == 1)
+    }
+
+    // MARK: Upstream and receipts
+
+    @Test func upstreamIsHandedOverThenAckedAndDuplicatesOnlyAcked() {
+        var h = Harness()
+        h.startReady()
+        let upstream = InboundMessage.Upstream(messageID: "u-1", from: "dev", category: "com.example", data: .object(["k": .string("v")]), timeToLive: nil)
+        h.receive(.upstream(upstream), on: 1)
+        #expect(h.events.last == .upstream(upstream))
+        h.receive(.upstream(upstream), on: 1)
+        #expect(h.events.filter { if case .upstream = $0 { true } else { false } }.count == 1)
+        #expect(h.acks.count == 2)
+        #expect(h.dispatcher.counters.upstreamDuplicates == 1)
+    }
+
+    @Test func receiptIsAckedToItsFromWithFullDr2ID() {
+        var h = Harness()
+        h.startReady()
+        h.receive(.receipt(.init(messageID: "dr2:m-1", from: "gcm.googleapis.com", originalMessageID: "m-1",
+                                 status: "MESSAGE_SENT_TO_DEVICE", deviceRegistrationID: "tok", category: nil)), on: 1)
+        #expect(h.acks.count == 1)
+        #expect(h.acks[0] == (1, "gcm.googleapis.com", "dr2:m-1"))
+    }
+
+    @Test func unknownMessageAndControlTypesAreCountedNotFatal() {
+        var h = Harness()
+        h.startReady()
+        h.receive(.unknown(messageType: "shiny", messageID: nil), on: 1)
+        h.receive(.control(controlType: "SOMETHING_ELSE"), on: 1)
+        #expect(h.dispatcher.counters.unknownMessageTypes == 1)
+        #expect(h.dispatcher.counters.unknownControlTypes == 1)
+        #expect(h.closes.isEmpty)
+        #expect(h.dispatcher.sessions[1]?.phase == .ready)
+    }
+
+    // MARK: Draining
+
+    @Test func drainStopsSendsOpensReplacementOnOtherEndpointAndResendsOnClose() {
+        var h = Harness(window: 10)
+        h.startReady()
+        for i in 0..<5 { h.accept("m-\(i)") }
+        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
+        #expect(h.dispatcher.sessions[1]?.phase == .draining)
+        #expect(h.opened.last! == (2, secondary))
+        // New messages wait for the replacement; the draining connection takes none.
+        h.accept("m-5")
+        #expect(h.sends.count == 5)
+        h.apply(h.dispatcher.connectionReady(2, now: 0))
+        #expect(h.sends.last! == (2, "m-5"))
+        // Acks still resolve on the draining connection.
+        h.ack("m-0", on: 1)
+        #expect(h.finalEvents(for: "m-0").count == 1)
+        // The server closes it: what is still pending there is resent on the replacement, same ids.
+        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "server closed"), now: 0))
+        #expect(Array(h.sends.suffix(4).map(\.connection)) == [2, 2, 2, 2])
+        #expect(Set(h.sends.suffix(4).map(\.messageID)) == ["m-1", "m-2", "m-3", "m-4"])
+        // No reconnect for the drained connection: its slot already has the replacement.
+        #expect(h.opened.count == 2)
+        // Drains and resends are not attempts.
+        #expect(h.dispatcher.store.record("m-1")?.attempts == 0)
+    }
+
+    @Test func drainOfSecondaryGoesBackToPrimary() {
+        var h = Harness()
+        h.startReady()
+        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
+        h.apply(h.dispatcher.connectionReady(2, now: 0))
+        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 2)
+        #expect(h.opened.map(\.endpoint) == [primary, secondary, primary])
+    }
+
+    @Test func drainingNackResendsAtOnceElsewhereAndIsNotAnAttempt() {
+        var h = Harness(connections: 2)
+        h.startReady()
+        h.accept("m-1")
+        let first = h.sends[0].connection
+        h.nack("m-1", "CONNECTION_DRAINING", on: first)
+        #expect(h.dispatcher.sessions[first]?.phase == .draining)
+        let other = first == 1 ? 2 : 1
+        #expect(h.sends.last! == (other, "m-1"))
+        #expect(h.dispatcher.store.record("m-1")?.attempts == 0)
+        #expect(!h.events.contains { if case .nacked = $0 { true } else { false } })
+    }
+
+    @Test func drainingWithOneEndpointReopensTheSame() {
+        var h = Harness(endpoints: [primary])
+        h.startReady()
+        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
+        #expect(h.opened.map(\.endpoint) == [primary, primary])
+    }
+
+    // MARK: Lost connections and reconnects
+
+    @Test func connectionKilledWithFullWindowResendsAllOnReconnect() {
+        var h = Harness()
+        h.startReady()
+        for i in 0..<100 { h.accept("m-\(i)") }
+        #expect(h.inFlight(1) == 100)
+        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "connection reset"), now: 0))
+        // Reconnect at once after a drop that followed a login.
+        #expect(h.opened.count == 2)
+        #expect(h.opened[1].endpoint == primary)
+        h.apply(h.dispatcher.connectionReady(2, now: 0))
+        #expect(h.sends.count == 200)
+        #expect(Set(h.sends.suffix(100).map(\.messageID)) == Set((0..<100).map { "m-\($0)" }))
+        for i in 0..<100 { h.ack("m-\(i)", on: 2) }
+        #expect(h.dispatcher.outstanding == 0)
+        for i in 0..<100 { #expect(h.finalEvents(for: "m-\(i)").count == 1) }
+    }
+
+    @Test func failedConnectBacksOffAndAlternatesEndpoints() {
+        var h = Harness()
+        h.apply(h.dispatcher.start(now: 0))
+        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "connection refused"), now: 0))
+        #expect(h.opened.count == 1)  // no immediate retry
+        h.advance(to: 0.5)
+        #expect(h.opened.count == 1)
+        h.advance(to: 1.3)
+        #expect(h.opened.count == 2)
+        #expect(h.opened[1].endpoint == secondary)
+        h.apply(h.dispatcher.connectionEnded(2, .lost(reason: "connection refused"), now: 1.3))
+        h.advance(to: 2.9)
+        #expect(h.opened.count == 2)  // second failure waits 1.6–2.4 s
+        h.advance(to: 3.8)
+        #expect(h.opened.count == 3)
+    }
+
+    @Test func authenticationFailureStopsWithoutRetryAndFinishesEveryMessage() {
+        var h = Harness()
+        h.apply(h.dispatcher.start(now: 0))
+        h.accept("m-1")
+        h.accept("m-2")
+        h.apply(h.dispatcher.connectionEnded(1, .authenticationFailed(reason: "not-authorized"), now: 0))
+        #expect(h.stops == ["not-authorized"])
+        h.advance(to: 1000)
+        #expect(h.opened.count == 1)
+        #expect(h.finalEvents(for: "m-1").count == 1)
+        #expect(h.finalEvents(for: "m-2").count == 1)
+        h.accept("m-3")
+        guard case .rejected? = h.events.last else { Issue.record("expected rejected"); return }
+    }
+
+    @Test func shutdownClosesAllAndDoesNotReconnect() {
+        var h = Harness(connections: 2)
+        h.startReady()
+        h.apply(h.dispatcher.shutdown())
+        #expect(h.closes.sorted() == [1, 2])
+        h.apply(h.dispatcher.connectionEnded(1, .closedLocally, now: 0))
+        #expect(h.opened.count == 2)
+    }
+}
