@@ -1,0 +1,252 @@
+import CCS
+import Foundation
+
+/// ccsd's settings: a JSON file in `config/`, then command-line flags on top (issue 3 §7).
+///
+/// File keys (all optional but `sender_id`; unknown keys are errors, with a suggestion when close):
+///
+/// | key | type | default |
+/// |---|---|---|
+/// | `sender_id` | string of digits | — |
+/// | `server_key_file` | path | — (else `CCSD_SERVER_KEY`) |
+/// | `jid_domain` | string | `gcm.googleapis.com` |
+/// | `primary_endpoint` | `HOST:PORT` | `fcm-xmpp.googleapis.com:5235` |
+/// | `secondary_endpoint` | `HOST:PORT` or null | `fcm-xmpp.googleapis.com:5236` |
+/// | `ca_file` | path or null | system CA store |
+/// | `connections` | integer 1…1000 | 1 |
+/// | `window` | integer 1…100 | 100 |
+/// | `max_attempts` | integer 1…100 | 5 |
+/// | `retry_initial_seconds`, `retry_max_seconds` | number > 0 | 1, 60 |
+/// | `rate_limit_initial_seconds`, `rate_limit_max_seconds` | number > 0 | 1, 300 |
+/// | `reconnect_initial_seconds`, `reconnect_max_seconds` | number > 0 | 1, 60 |
+/// | `upstream_dedupe_seconds` | number > 0 | 600 |
+/// | `connect_timeout_seconds`, `handshake_timeout_seconds`, `login_timeout_seconds` | number > 0 | 10, 10, 20 |
+/// | `keepalive_seconds`, `dead_peer_seconds` | number > 0, dead > keepalive | 30, 90 |
+/// | `max_stanza_bytes` | integer 1024…16777216 | 1048576 |
+///
+/// The server key comes from `--server-key-file`, else the `CCSD_SERVER_KEY` environment variable, else
+/// `server_key_file`. It is held as a `Secret` and never printed.
+public struct Configuration: Sendable {
+    public var senderID = ""
+    public var serverKey = Secret("")
+    public var serverKeyFile: String?
+    public var jidDomain = "gcm.googleapis.com"
+    public var primaryEndpoint = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5235)
+    public var secondaryEndpoint: Endpoint? = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
+    public var caFile: String?
+    public var connections = 1
+    public var window = FlowWindow.maximum
+    public var maxAttempts = 5
+    public var retryBackoff = Backoff(base: 1, cap: 60)
+    public var rateLimitBackoff = Backoff(base: 1, cap: 300)
+    public var reconnectBackoff = Backoff(base: 1, cap: 60)
+    public var upstreamDedupeSeconds = 600.0
+    public var connectTimeoutSeconds = 10.0
+    public var handshakeTimeoutSeconds = 10.0
+    public var loginTimeoutSeconds = 20.0
+    public var keepaliveSeconds = 30.0
+    public var deadPeerSeconds = 90.0
+    public var maxStanzaBytes = 1_048_576
+
+    public init() {}
+
+    /// The endpoints in order: primary, then secondary when set and different.
+    public var endpoints: [Endpoint] {
+        if let secondaryEndpoint, secondaryEndpoint != primaryEndpoint { return [primaryEndpoint, secondaryEndpoint] }
+        return [primaryEndpoint]
+    }
+
+    /// The pool settings for the dispatcher.
+    public var dispatcherConfiguration: DispatcherConfiguration {
+        DispatcherConfiguration(
+            endpoints: endpoints, connections: connections, window: window, maxAttempts: maxAttempts,
+            retryBackoff: retryBackoff, rateLimitBackoff: rateLimitBackoff, reconnectBackoff: reconnectBackoff,
+            upstreamDedupeWindow: upstreamDedupeSeconds)
+    }
+}
+
+/// A configuration problem: the key or flag, the rule, and the value (never the server key).
+public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    public var field: String
+    public var rule: String
+    public init(field: String, rule: String) {
+        self.field = field
+        self.rule = rule
+    }
+    public var description: String { "configuration error: \(field): \(rule)" }
+}
+
+extension Configuration {
+    static let knownKeys = [
+        "sender_id", "server_key_file", "jid_domain", "primary_endpoint", "secondary_endpoint", "ca_file",
+        "connections", "window", "max_attempts", "retry_initial_seconds", "retry_max_seconds",
+        "rate_limit_initial_seconds", "rate_limit_max_seconds", "reconnect_initial_seconds", "reconnect_max_seconds",
+        "upstream_dedupe_seconds", "connect_timeout_seconds", "handshake_timeout_seconds", "login_timeout_seconds",
+        "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes",
+    ]
+
+    /// Reads a configuration file's JSON text over the defaults.
+    /// - Throws: `ConfigurationError` naming the key and the rule for every unknown or invalid key.
+    public mutating func apply(fileContents: Data, path: String) throws(ConfigurationError) {
+        let object: [String: JSONValue]
+        do {
+            guard let parsed = try JSONValue.parse(fileContents).objectValue else {
+                throw ConfigurationError(field: path, rule: "the file must hold one JSON object")
+            }
+            object = parsed
+        } catch let error as ConfigurationError {
+            throw error
+        } catch {
+            throw ConfigurationError(field: path, rule: "not valid JSON")
+        }
+        for key in object.keys.sorted() where !Configuration.knownKeys.contains(key) {
+            let suggestion = Configuration.closestKey(to: key).map { " (did you mean \($0)?)" } ?? ""
+            throw ConfigurationError(field: key, rule: "unknown key\(suggestion)")
+        }
+        for (key, value) in object.sorted(by: { $0.key < $1.key }) {
+            try apply(key: key, value: value)
+        }
+        try validate()
+    }
+
+    private mutating func apply(key: String, value: JSONValue) throws(ConfigurationError) {
+        switch key {
+        case "sender_id": senderID = try Self.string(key, value)
+        case "server_key_file": serverKeyFile = try Self.string(key, value)
+        case "jid_domain": jidDomain = try Self.string(key, value)
+        case "primary_endpoint": primaryEndpoint = try Self.endpoint(key, value)
+        case "secondary_endpoint": secondaryEndpoint = value == .null ? nil : try Self.endpoint(key, value)
+        case "ca_file": caFile = value == .null ? nil : try Self.string(key, value)
+        case "connections": connections = try Self.integer(key, value, 1...1000)
+        case "window": window = try Self.integer(key, value, 1...FlowWindow.maximum)
+        case "max_attempts": maxAttempts = try Self.integer(key, value, 1...100)
+        case "retry_initial_seconds": retryBackoff.base = try Self.seconds(key, value)
+        case "retry_max_seconds": retryBackoff.cap = try Self.seconds(key, value)
+        case "rate_limit_initial_seconds": rateLimitBackoff.base = try Self.seconds(key, value)
+        case "rate_limit_max_seconds": rateLimitBackoff.cap = try Self.seconds(key, value)
+        case "reconnect_initial_seconds": reconnectBackoff.base = try Self.seconds(key, value)
+        case "reconnect_max_seconds": reconnectBackoff.cap = try Self.seconds(key, value)
+        case "upstream_dedupe_seconds": upstreamDedupeSeconds = try Self.seconds(key, value)
+        case "connect_timeout_seconds": connectTimeoutSeconds = try Self.seconds(key, value)
+        case "handshake_timeout_seconds": handshakeTimeoutSeconds = try Self.seconds(key, value)
+        case "login_timeout_seconds": loginTimeoutSeconds = try Self.seconds(key, value)
+        case "keepalive_seconds": keepaliveSeconds = try Self.seconds(key, value)
+        case "dead_peer_seconds": deadPeerSeconds = try Self.seconds(key, value)
+        case "max_stanza_bytes": maxStanzaBytes = try Self.integer(key, value, 1024...16_777_216)
+        default: throw ConfigurationError(field: key, rule: "unknown key")
+        }
+    }
+
+    /// Cross-field rules; run after the file and again after the flags.
+    /// - Throws: `ConfigurationError`.
+    public func validate() throws(ConfigurationError) {
+        if !senderID.isEmpty, !senderID.allSatisfy(\.isASCII) || senderID.contains(where: { !$0.isNumber }) {
+            throw ConfigurationError(field: "sender_id", rule: "must be the numeric sender ID (project number), got \(JSONValue.string(senderID).serialized())")
+        }
+        if jidDomain.isEmpty || jidDomain.contains(where: { $0 == "@" || $0 == "/" || $0 == " " }) {
+            throw ConfigurationError(field: "jid_domain", rule: "must be a domain such as gcm.googleapis.com")
+        }
+        for (name, backoff) in [("retry", retryBackoff), ("rate_limit", rateLimitBackoff), ("reconnect", reconnectBackoff)]
+        where backoff.cap < backoff.base {
+            throw ConfigurationError(field: "\(name)_max_seconds", rule: "must be at least \(name)_initial_seconds")
+        }
+        if deadPeerSeconds <= keepaliveSeconds {
+            throw ConfigurationError(field: "dead_peer_seconds", rule: "must be greater than keepalive_seconds")
+        }
+    }
+
+    /// Final checks before running: the sender ID and server key are present.
+    /// - Throws: `ConfigurationError`.
+    public func validateForRun() throws(ConfigurationError) {
+        try validate()
+        if senderID.isEmpty {
+            throw ConfigurationError(field: "sender_id", rule: "required (config file or --sender-id)")
+        }
+        if serverKey.revealed.isEmpty {
+            throw ConfigurationError(field: "server_key", rule: "required: set server_key_file, --server-key-file, or CCSD_SERVER_KEY")
+        }
+    }
+
+    /// Loads the server key: `--server-key-file`, else `CCSD_SERVER_KEY`, else `server_key_file`.
+    /// Trailing whitespace (a newline from `echo`) is dropped.
+    /// - Throws: `ConfigurationError` naming the file (never its contents) when it cannot be read or is empty.
+    public mutating func loadServerKey(flagFile: String?, environment: [String: String]) throws(ConfigurationError) {
+        var key: String?
+        var source = "CCSD_SERVER_KEY"
+        if let path = flagFile ?? (environment["CCSD_SERVER_KEY"] == nil ? serverKeyFile : nil) {
+            source = path
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw ConfigurationError(field: "server_key_file", rule: "cannot read \(path)")
+            }
+            key = String(decoding: data, as: UTF8.self)
+        } else {
+            key = environment["CCSD_SERVER_KEY"]
+        }
+        guard let trimmed = key?.trimmingCharacters(in: .whitespacesAndNewlines) else { return }
+        if trimmed.isEmpty {
+            throw ConfigurationError(field: "server_key", rule: "\(source) is empty")
+        }
+        serverKey = Secret(trimmed)
+    }
+
+    // MARK: Value rules
+
+    static func string(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> String {
+        guard let string = value.stringValue, !string.isEmpty else {
+            throw ConfigurationError(field: key, rule: "must be a non-empty string, got \(describe(value))")
+        }
+        return string
+    }
+
+    static func integer(_ key: String, _ value: JSONValue, _ range: ClosedRange<Int>) throws(ConfigurationError) -> Int {
+        guard case .int(let number) = value, range.contains(Int(number)) else {
+            throw ConfigurationError(field: key, rule: "must be an integer from \(range.lowerBound) to \(range.upperBound), got \(describe(value))")
+        }
+        return Int(number)
+    }
+
+    static func seconds(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> Double {
+        let number: Double? = switch value {
+        case .int(let i): Double(i)
+        case .double(let d): d
+        default: nil
+        }
+        guard let number, number > 0, number <= 86_400 * 28 else {
+            throw ConfigurationError(field: key, rule: "must be a number of seconds above 0, got \(describe(value))")
+        }
+        return number
+    }
+
+    static func endpoint(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> Endpoint {
+        guard let text = value.stringValue, let endpoint = Endpoint(parsing: text) else {
+            throw ConfigurationError(field: key, rule: "must be \"HOST:PORT\" with a port from 1 to 65535, got \(describe(value))")
+        }
+        return endpoint
+    }
+
+    static func describe(_ value: JSONValue) -> String {
+        let text = value.serialized()
+        return text.count > 60 ? String(text.prefix(57)) + "..." : text
+    }
+
+    /// The known key nearest to `key` by edit distance, when it is close enough to be a typo.
+    static func closestKey(to key: String) -> String? {
+        let scored = knownKeys.map { ($0, editDistance(key, $0)) }.min { $0.1 < $1.1 }
+        guard let (best, distance) = scored, distance <= max(2, key.count / 4) else { return nil }
+        return best
+    }
+
+    static func editDistance(_ a: String, _ b: String) -> Int {
+        let a = Array(a.utf8), b = Array(b.utf8)
+        var previous = Array(0...b.count)
+        var current = previous
+        for i in 1...max(a.count, 1) where !a.isEmpty {
+            current[0] = i
+            for j in 1...max(b.count, 1) where !b.isEmpty {
+                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
+            }
+            swap(&previous, &current)
+        }
+        return a.isEmpty ? b.count : previous[b.count]
+    }
+}

@@ -1,0 +1,8 @@
+/// A secret string (the server key) that never prints: `description`, `debugDescription` and
+/// string interpolation all give `<redacted>`. Read `revealed` only where the secret goes on the wire.
+public struct Secret: Sendable, Equatable, CustomStringConvertible, CustomDebugStringConvertible {
+    public let revealed: String
+    public init(_ value: String) { revealed = value }
+    public var description: String { "<redacted>" }
+    public var debugDescription: String { "<redacted>" }
+}

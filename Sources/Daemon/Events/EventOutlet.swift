@@ -1,0 +1,58 @@
+import Foundation
+
+/// Where events go: a file descriptor (stdout or a file), one JSON line each, buffered.
+///
+/// Confined to the event loop. `flush()` writes everything buffered; the loop flushes after each batch
+/// of work, and at once before an upstream ACK goes out, so a message is handed over before it is ACKed.
+public final class EventOutlet: @unchecked Sendable {
+    private let fd: Int32
+    private let ownsDescriptor: Bool
+    private var buffer: [UInt8] = []
+    /// Bytes that could not be written (a closed pipe): counted, so nothing fails silently.
+    public private(set) var writeFailures = 0
+
+    /// - Parameter path: a file to append to, or `-` for stdout.
+    /// - Throws: `ConfigurationError` when the file cannot be opened.
+    public init(path: String) throws(ConfigurationError) {
+        if path == "-" {
+            fd = 1
+            ownsDescriptor = false
+        } else {
+            let opened = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
+            guard opened >= 0 else {
+                throw ConfigurationError(field: "--events", rule: "cannot open \(path): \(String(cString: strerror(errno)))")
+            }
+            fd = opened
+            ownsDescriptor = true
+        }
+        buffer.reserveCapacity(64 * 1024)
+    }
+
+    deinit {
+        flush()
+        if ownsDescriptor { close(fd) }
+    }
+
+    public func append(_ line: String) {
+        buffer.append(contentsOf: line.utf8)
+        if buffer.count >= 64 * 1024 { flush() }
+    }
+
+    /// Writes all buffered events (blocking until the descriptor takes them).
+    public func flush() {
+        guard !buffer.isEmpty else { return }
+        var offset = 0
+        buffer.withUnsafeBytes { bytes in
+            while offset < bytes.count {
+                let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    writeFailures += 1
+                    break
+                }
+                offset += written
+            }
+        }
+        buffer.removeAll(keepingCapacity: true)
+    }
+}

@@ -1,0 +1,69 @@
+import CCS
+import Foundation
+import Synchronization
+
+/// Logs to stderr as one `key=value` line each: a fixed message plus structured metadata
+/// (`connection`, `message_id`, `error`, ...). Never mixed with events, which go to their own outlet.
+///
+/// Callers pass registration tokens through `shortenedToken` and never pass the server key.
+public final class Logger: Sendable {
+    public enum Level: Int, Sendable, Comparable, CustomStringConvertible {
+        case debug, info, warning, error
+        public static func < (a: Level, b: Level) -> Bool { a.rawValue < b.rawValue }
+        public var description: String { ["debug", "info", "warning", "error"][rawValue] }
+    }
+
+    private let minimum: Level
+    private let fd: Int32
+    private let lock = Mutex(())
+
+    public init(minimum: Level = .info, fileDescriptor: Int32 = 2) {
+        self.minimum = minimum
+        self.fd = fileDescriptor
+    }
+
+    public func debug(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.debug, message, metadata) }
+    public func info(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.info, message, metadata) }
+    public func warning(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.warning, message, metadata) }
+    public func error(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.error, message, metadata) }
+
+    public func log(_ level: Level, _ message: String, _ metadata: KeyValuePairs<String, String>) {
+        guard level >= minimum else { return }
+        var line = "\(Logger.timestamp()) level=\(level) msg="
+        Logger.appendValue(message, to: &line)
+        for (key, value) in metadata {
+            line += " \(key)="
+            Logger.appendValue(value, to: &line)
+        }
+        line += "\n"
+        lock.withLock { _ in
+            var bytes = Array(line.utf8)
+            var offset = 0
+            while offset < bytes.count {
+                let written = bytes.withUnsafeMutableBytes { write(fd, $0.baseAddress! + offset, $0.count - offset) }
+                if written <= 0 { break }
+                offset += written
+            }
+            bytes.removeAll()
+        }
+    }
+
+    /// Quotes values with spaces, quotes or `=`, so lines stay machine-readable.
+    static func appendValue(_ value: String, to line: inout String) {
+        if !value.isEmpty, !value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\n" }) {
+            line += value
+        } else {
+            JSONValue.writeString(value, to: &line)
+        }
+    }
+
+    static func timestamp() -> String {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        var time = now.tv_sec
+        var parts = tm()
+        gmtime_r(&time, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                      parts.tm_hour, parts.tm_min, parts.tm_sec, Int(now.tv_nsec / 1_000_000))
+    }
+}
