@@ -107,13 +107,14 @@ enum Condition {
         mutating func keyword(_ word: StaticString) throws(SyntaxFailure) {
             skipSpace()
             let count = word.utf8CodeUnitCount
-            let matches = index + count <= bytes.count && word.withUTF8Buffer { buffer in
-                buffer.elementsEqual(bytes[index..<index + count])
+            let end = index + count
+            let matches = end <= bytes.count && word.withUTF8Buffer { buffer in
+                buffer.elementsEqual(bytes[index..<end])
             }
             // The keyword must end there: "topicsX" is not "topics".
-            let end = index + count
-            let bounded = end == bytes.count || !Self.isWordByte(bytes[end])
-            guard matches, bounded else { throw SyntaxFailure(reason: "expected '\(word)' at offset \(index)") }
+            guard matches, end == bytes.count || !Self.isWordByte(bytes[end]) else {
+                throw SyntaxFailure(reason: "expected '\(word)' at offset \(index)")
+            }
             index = end
         }
 
