@@ -1,0 +1,181 @@
+/// A downstream message in the legacy XMPP JSON shape of ccs-protocol.md §3 (the FCM XMPP server reference).
+///
+/// Build one with `DownstreamIntake` (which validates) or directly and then call `validate()`.
+/// Optional fields are `nil` when absent; an explicit value, including `timeToLive == 0` ("now or never"),
+/// is kept and written back. `messageID` may be nil: the daemon assigns one before sending.
+public struct DownstreamMessage: Sendable, Equatable {
+    /// Who receives the message: exactly one of `to` or `condition` on the wire.
+    public enum Target: Sendable, Equatable {
+        /// `to`: a registration token or a device-group notification key.
+        case token(String)
+        /// `to: "/topics/NAME"`; holds NAME, without the `/topics/` prefix.
+        case topic(String)
+        /// `condition`: `'A' in topics && ('B' in topics || 'C' in topics)`, at most two operators.
+        case condition(String)
+    }
+
+    /// `priority`: `normal` or `high`.
+    public enum Priority: String, Sendable, Equatable, CaseIterable {
+        case normal
+        case high
+    }
+
+    /// The 4-week default of `time_to_live`, in seconds, and its maximum.
+    public static let maximumTimeToLive = 2_419_200
+
+    public var target: Target
+    /// `message_id`: non-empty, unique per sender ID, reused unchanged on resend; nil until assigned.
+    public var messageID: String?
+    /// `collapse_key`.
+    public var collapseKey: String?
+    /// `priority`.
+    public var priority: Priority?
+    /// `content_available` (APNs content-available).
+    public var contentAvailable: Bool?
+    /// `mutable_content` (APNs mutable-content).
+    public var mutableContent: Bool?
+    /// `time_to_live` in seconds, 0…2419200; nil = absent (CCS default 4 weeks); 0 is explicit.
+    public var timeToLive: Int?
+    /// `dry_run`.
+    public var dryRun: Bool?
+    /// `delivery_receipt_requested`.
+    public var deliveryReceiptRequested: Bool?
+    /// `data`: string keys to string values.
+    public var data: [String: String]?
+    /// `notification`, exactly as written: string values, `*_loc_args` as an array of strings or a string
+    /// holding one, `badge` as a string or integer. Keys: see `DownstreamMessage.notificationKeys`.
+    public var notification: [String: JSONValue]?
+
+    public init(
+        target: Target,
+        messageID: String? = nil,
+        collapseKey: String? = nil,
+        priority: Priority? = nil,
+        contentAvailable: Bool? = nil,
+        mutableContent: Bool? = nil,
+        timeToLive: Int? = nil,
+        dryRun: Bool? = nil,
+        deliveryReceiptRequested: Bool? = nil,
+        data: [String: String]? = nil,
+        notification: [String: JSONValue]? = nil
+    ) {
+        self.target = target
+        self.messageID = messageID
+        self.collapseKey = collapseKey
+        self.priority = priority
+        self.contentAvailable = contentAvailable
+        self.mutableContent = mutableContent
+        self.timeToLive = timeToLive
+        self.dryRun = dryRun
+        self.deliveryReceiptRequested = deliveryReceiptRequested
+        self.data = data
+        self.notification = notification
+    }
+
+    /// A copy with `message_id` set (the daemon assigns one when the app gave none).
+    public func withMessageID(_ messageID: String) -> DownstreamMessage {
+        var copy = self
+        copy.messageID = messageID
+        return copy
+    }
+
+    /// The effective time_to_live in seconds: the explicit value, or the 2419200 (4 weeks) default.
+    public var effectiveTimeToLive: Int { timeToLive ?? Self.maximumTimeToLive }
+
+    /// The key that RATE_EXCEEDED backoff is kept per (ccs-protocol.md §4): the token, `/topics/NAME`,
+    /// or the condition text.
+    public var targetKey: String {
+        switch target {
+        case .token(let token): token
+        case .topic(let name): "/topics/" + name
+        case .condition(let condition): condition
+        }
+    }
+
+    /// True for topic and condition targets, which have the 2048-byte payload limit.
+    public var isTopicOrCondition: Bool {
+        if case .token = target { return false }
+        return true
+    }
+}
+
+// MARK: - Encoding
+
+extension DownstreamMessage {
+    /// The legacy XMPP JSON object (ccs-protocol.md §3), with `message_id` when set.
+    /// Keeps an explicit `time_to_live` of 0.
+    public func jsonValue() -> JSONValue {
+        var object: [String: JSONValue] = [:]
+        object.reserveCapacity(12)
+        switch target {
+        case .token(let token): object["to"] = .string(token)
+        case .topic(let name): object["to"] = .string("/topics/" + name)
+        case .condition(let condition): object["condition"] = .string(condition)
+        }
+        if let messageID { object["message_id"] = .string(messageID) }
+        if let collapseKey { object["collapse_key"] = .string(collapseKey) }
+        if let priority { object["priority"] = .string(priority.rawValue) }
+        if let contentAvailable { object["content_available"] = .bool(contentAvailable) }
+        if let mutableContent { object["mutable_content"] = .bool(mutableContent) }
+        if let timeToLive { object["time_to_live"] = .int(Int64(timeToLive)) }
+        if let dryRun { object["dry_run"] = .bool(dryRun) }
+        if let deliveryReceiptRequested { object["delivery_receipt_requested"] = .bool(deliveryReceiptRequested) }
+        if let data { object["data"] = .object(data.mapValues { .string($0) }) }
+        if let notification { object["notification"] = .object(notification) }
+        return .object(object)
+    }
+
+    /// The legacy XMPP JSON as compact text, written directly (no intermediate `JSONValue`).
+    /// Members come in a fixed order (target, message_id, options, data, notification); keys inside
+    /// `data` and `notification` are sorted, so equal messages give equal text. Not XML-escaped.
+    public func jsonString() -> String {
+        var out = ""
+        out.reserveCapacity(256)
+        out += "{"
+        switch target {
+        case .token(let token):
+            out += "\"to\":"
+            JSONValue.writeString(token, to: &out)
+        case .topic(let name):
+            out += "\"to\":"
+            JSONValue.writeString("/topics/" + name, to: &out)
+        case .condition(let condition):
+            out += "\"condition\":"
+            JSONValue.writeString(condition, to: &out)
+        }
+        if let messageID {
+            out += ",\"message_id\":"
+            JSONValue.writeString(messageID, to: &out)
+        }
+        if let collapseKey {
+            out += ",\"collapse_key\":"
+            JSONValue.writeString(collapseKey, to: &out)
+        }
+        if let priority { out += ",\"priority\":\"" + priority.rawValue + "\"" }
+        if let contentAvailable { out += contentAvailable ? ",\"content_available\":true" : ",\"content_available\":false" }
+        if let mutableContent { out += mutableContent ? ",\"mutable_content\":true" : ",\"mutable_content\":false" }
+        if let timeToLive { out += ",\"time_to_live\":" + String(timeToLive) }
+        if let dryRun { out += dryRun ? ",\"dry_run\":true" : ",\"dry_run\":false" }
+        if let deliveryReceiptRequested {
+            out += deliveryReceiptRequested ? ",\"delivery_receipt_requested\":true" : ",\"delivery_receipt_requested\":false"
+        }
+        if let data {
+            out += ",\"data\":{"
+            var first = true
+            for key in data.keys.sorted() {
+                if !first { out += "," }
+                first = false
+                JSONValue.writeString(key, to: &out)
+                out += ":"
+                JSONValue.writeString(data[key]!, to: &out)
+            }
+            out += "}"
+        }
+        if let notification {
+            out += ",\"notification\":"
+            JSONValue.object(notification).write(to: &out)
+        }
+        out += "}"
+        return out
+    }
+}
