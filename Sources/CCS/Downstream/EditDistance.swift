@@ -1,8 +1,8 @@
 /// Edit distance for "did you mean …?" suggestions on unknown field names.
-enum EditDistance {
+public enum EditDistance {
     /// Optimal string alignment distance (Levenshtein plus adjacent transposition) between two
     /// strings, compared by Unicode scalars. Cost O(m·n); field names are short.
-    static func distance(_ a: String, _ b: String) -> Int {
+    public static func distance(_ a: String, _ b: String) -> Int {
         let s = Array(a.unicodeScalars), t = Array(b.unicodeScalars)
         if s.isEmpty { return t.count }
         if t.isEmpty { return s.count }
@@ -28,7 +28,7 @@ enum EditDistance {
     /// The candidate closest to `name` when it is close enough to be a likely typo: at most 1 edit for
     /// names under 6 characters, at most 2 otherwise (case-insensitive). Ties go to the first candidate in
     /// the order given. Returns nil when nothing is close.
-    static func suggestion(for name: String, among candidates: some Sequence<String>) -> String? {
+    public static func suggestion(for name: String, among candidates: some Sequence<String>) -> String? {
         let lowered = name.lowercased()
         let limit = lowered.count < 6 ? 1 : 2
         var best: (candidate: String, distance: Int)?

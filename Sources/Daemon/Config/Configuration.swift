@@ -229,24 +229,8 @@ extension Configuration {
         return text.count > 60 ? String(text.prefix(57)) + "..." : text
     }
 
-    /// The known key nearest to `key` by edit distance, when it is close enough to be a typo.
+    /// The known key nearest to `key` when it is close enough to be a typo.
     static func closestKey(to key: String) -> String? {
-        let scored = knownKeys.map { ($0, editDistance(key, $0)) }.min { $0.1 < $1.1 }
-        guard let (best, distance) = scored, distance <= max(2, key.count / 4) else { return nil }
-        return best
-    }
-
-    static func editDistance(_ a: String, _ b: String) -> Int {
-        let a = Array(a.utf8), b = Array(b.utf8)
-        var previous = Array(0...b.count)
-        var current = previous
-        for i in 1...max(a.count, 1) where !a.isEmpty {
-            current[0] = i
-            for j in 1...max(b.count, 1) where !b.isEmpty {
-                current[j] = min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1))
-            }
-            swap(&previous, &current)
-        }
-        return a.isEmpty ? b.count : previous[b.count]
+        EditDistance.suggestion(for: key, among: knownKeys)
     }
 }
