@@ -31,5 +31,12 @@ static inline int ccsd_X509_NAME_add_text(X509_NAME *n, const char *field, const
     return X509_NAME_add_entry_by_txt(n, field, MBSTRING_ASC, (const unsigned char *)value, -1, -1, 0);
 }
 static inline int ccsd_ERR_GET_REASON(unsigned long e) { return ERR_GET_REASON(e); }
+static inline long ccsd_SSL_CTX_add_extra_chain_cert(SSL_CTX *ctx, X509 *x509) {
+    return SSL_CTX_add_extra_chain_cert(ctx, x509);
+}
+static inline EVP_PKEY *ccsd_EVP_EC_gen_P256(void) { return EVP_EC_gen("P-256"); }
+static inline uint64_t ccsd_SSL_OP_CIPHER_SERVER_PREFERENCE(void) { return SSL_OP_CIPHER_SERVER_PREFERENCE; }
+/// Sets a fresh X509V3 extension context with no config database (X509V3_set_ctx_nodb is a macro).
+static inline void ccsd_X509V3_set_ctx_nodb(X509V3_CTX *ctx) { X509V3_set_ctx_nodb(ctx); }
 
 #endif

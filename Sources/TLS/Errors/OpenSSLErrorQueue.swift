@@ -1,0 +1,29 @@
+import COpenSSL
+
+/// OpenSSL's thread-local error queue, read and cleared at the boundary.
+///
+/// Every SSL call is preceded by `clear()` and its failure is turned into text with `drain()`,
+/// all inside one block on the loop, so errors never leak between calls or connections.
+enum OpenSSLErrorQueue {
+    /// Empties the queue.
+    static func clear() { ERR_clear_error() }
+
+    /// Takes every queued error as `ERR_error_string_n` text joined by "; ", emptying the queue.
+    /// - Returns: the text, or `fallback` if the queue was empty.
+    static func drain(fallback: String = "unknown OpenSSL error") -> String {
+        var parts: [String] = []
+        while true {
+            let code = ERR_get_error()
+            if code == 0 { break }
+            var buffer = [CChar](repeating: 0, count: 256)
+            ERR_error_string_n(code, &buffer, buffer.count)
+            parts.append(String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        return parts.isEmpty ? fallback : parts.joined(separator: "; ")
+    }
+
+    /// A `TLSError` of `kind` whose reason is `context` followed by the drained queue text.
+    static func error(_ kind: TLSError.Kind, host: String? = nil, _ context: String) -> TLSError {
+        TLSError(kind, host: host, reason: "\(context): \(drain())")
+    }
+}

@@ -1,0 +1,497 @@
+import CLibXML2
+
+/// libxml2's global state, set up once before the first parser context (libxml2 asks threaded
+/// programs to call `xmlInitParser` before parsing; Swift runs this initializer exactly once).
+private let libxml2Initialized: Bool = {
+    xmlInitParser()
+    return true
+}()
+
+/// Turns the bytes of one XMPP stream into `XMLStreamEvent`s: libxml2's push parser with SAX2
+/// callbacks, depth counting (depth 0 = `<stream:stream>`, depth 1 = a stanza), and hard limits.
+///
+/// Bytes may come in any chunking: a stanza split anywhere (inside a UTF-8 sequence, an entity, a tag),
+/// several stanzas in one chunk, whitespace keepalives between stanzas (RFC 6120 §4.6.1, ignored).
+/// Elements are matched by (namespace URI, local name), never by prefix (ccs-protocol.md §1).
+///
+/// Restricted XML (RFC 6120 §11.1) is enforced: no DTD, no entity other than the five predefined ones
+/// and character references, no comments, no processing instructions (an XML declaration before the
+/// stream header is fine), UTF-8 only (§11.6). libxml2 runs with `XML_PARSE_NOENT | XML_PARSE_NONET`,
+/// never `XML_PARSE_HUGE` or `XML_PARSE_DTDLOAD`; DTDs and entities are refused in SAX callbacks.
+///
+/// Memory is bounded by `XMLStreamLimits`: the parser hands libxml2 at most 64 KiB at a time and checks
+/// after each piece that the open stanza, or whatever libxml2 is holding unparsed, is within
+/// `maxStanzaBytes`; so a huge attribute, text node or comment fails after roughly
+/// `maxStanzaBytes + 64 KiB` bytes, not at the end of the construct.
+///
+/// Not thread-safe: use it from one thread (or one actor / event loop) at a time. Not `Sendable`.
+public final class XMLStreamParser {
+    public let limits: XMLStreamLimits
+
+    /// How many bytes `feed` passes to one `xmlParseChunk` call; bounds what libxml2 buffers between
+    /// two limit checks.
+    static let sliceBytes = 64 * 1024
+
+    // libxml2 state; `nil` until the first feed after init/reset.
+    private var context: xmlParserCtxtPtr?
+
+    // Feeding state.
+    private var handler: ((XMLStreamEvent) -> Void)?
+    private var isFeeding = false
+    private var failure: XMLStreamError?
+    private var restartRequested = false
+    /// Absolute input offset (in the current stream) just past the last event delivered.
+    private var lastEventEnd = 0
+
+    // Stream state.
+    private var streamOpen = false
+    private var streamEnded = false
+    /// Open elements at depth ≥ 1; `stack[0]` is the stanza being built.
+    private var stack: [XMLElement] = []
+
+    // Byte accounting: absolute offsets in the current stream's input.
+    /// Bytes handed to libxml2 since the context was created.
+    private var fedBytes = 0
+    /// Where the current (or next) stanza starts: just past the last stream-level construct.
+    private var stanzaStart = 0
+    /// Decoded character data in the open stanza (a lower bound of its raw size: every resolved
+    /// character is at most as long as its source).
+    private var stanzaTextBytes = 0
+
+    /// Namespace URIs by libxml2 pointer: libxml2 interns them, so the same URI comes back at the same
+    /// address and the String need not be rebuilt for every element. Hits are verified byte by byte.
+    private var namespaceCache: [UnsafeRawPointer: String] = [:]
+    /// Checks the bytes are UTF-8 before libxml2 sees them (RFC 6120 §11.6).
+    private var utf8 = UTF8Validator()
+
+    public init(limits: XMLStreamLimits = XMLStreamLimits()) {
+        self.limits = limits
+    }
+
+    deinit {
+        if let context { xmlFreeParserCtxt(context) }
+    }
+
+    // MARK: - Public API
+
+    /// Feeds the next bytes of the stream, in any chunking, and calls `handler` synchronously, in order,
+    /// for each event completed by these bytes.
+    ///
+    /// - Throws: `XMLStreamError` when the input breaks XML, restricted XML (RFC 6120 §11.1) or
+    ///   `limits`. Events completed before the offending byte have been delivered. After a throw the
+    ///   parser refuses further input, throwing the same error again, until `reset()`.
+    /// - Precondition: not called from inside `handler` (call `reset()` there instead).
+    public func feed(_ bytes: UnsafeRawBufferPointer, _ handler: (XMLStreamEvent) -> Void) throws(XMLStreamError) {
+        precondition(!isFeeding, "XMLStreamParser.feed called from inside its own event handler")
+        if let failure { throw failure }
+        guard let base = bytes.baseAddress, bytes.count > 0 else { return }
+        let error = withoutActuallyEscaping(handler) { handler -> XMLStreamError? in
+            self.handler = handler
+            isFeeding = true
+            defer {
+                self.handler = nil
+                isFeeding = false
+            }
+            return parse(base.assumingMemoryBound(to: CChar.self), count: bytes.count)
+        }
+        if let error { throw error }
+    }
+
+    /// Feeds bytes; see `feed(_:_:)` for the unsafe buffer.
+    public func feed(_ bytes: [UInt8], _ handler: (XMLStreamEvent) -> Void) throws(XMLStreamError) {
+        let error = bytes.withUnsafeBytes { buffer -> XMLStreamError? in
+            do throws(XMLStreamError) { try feed(buffer, handler) } catch { return error }
+            return nil
+        }
+        if let error { throw error }
+    }
+
+    /// Feeds the UTF-8 bytes of `string`; a convenience for tests and tools.
+    public func feed(_ string: String, _ handler: (XMLStreamEvent) -> Void) throws(XMLStreamError) {
+        var string = string
+        let error = string.withUTF8 { buffer -> XMLStreamError? in
+            do throws(XMLStreamError) { try feed(UnsafeRawBufferPointer(buffer), handler) } catch { return error }
+            return nil
+        }
+        if let error { throw error }
+    }
+
+    /// Starts a new stream on the same connection (RFC 6120 §4.3.3, the restart after SASL success):
+    /// frees the libxml2 context (a fresh one is made on the next feed) and forgets any error.
+    ///
+    /// Called from inside a `feed` handler, it takes effect right after the current event: no further
+    /// event of the old stream is delivered, and the bytes of this `feed` call after that event are
+    /// parsed as the start of the new stream.
+    public func reset() {
+        if isFeeding {
+            guard !restartRequested else { return }
+            restartRequested = true
+            context?.pointee.disableSAX = 1
+            return
+        }
+        discardContext()
+    }
+
+    // MARK: - Feeding
+
+    private func parse(_ base: UnsafePointer<CChar>, count total: Int) -> XMLStreamError? {
+        var offset = 0
+        while offset < total {
+            let ctxt = context ?? makeContext()
+            var count = min(Self.sliceBytes, total - offset)
+            // libxml2 gets only the valid UTF-8 prefix; the events before a bad byte are still delivered.
+            let invalidOffset = utf8.firstInvalidOffset(in: UnsafeRawBufferPointer(start: base + offset, count: count))
+            if let invalidOffset { count = invalidOffset }
+            let sliceStart = fedBytes
+            var rc: Int32 = 0
+            if count > 0 {
+                fedBytes += count
+                rc = xmlParseChunk(ctxt, base + offset, Int32(count), 0)
+            }
+            if restartRequested {
+                // The rest of this piece, after the event whose handler asked for the restart,
+                // belongs to the new stream.
+                let resume = min(max(lastEventEnd - sliceStart, 0), count)
+                discardContext()
+                offset += resume
+                continue
+            }
+            if failure == nil, rc != 0, ctxt.pointee.wellFormed == 0 {
+                fail(.notWellFormed, "libxml2 stopped with error \(rc)")
+            }
+            if failure == nil { checkBuffered(ctxt) }
+            if failure == nil, invalidOffset != nil {
+                let byte = UInt8(bitPattern: base[offset + count])
+                let hex = "0x" + String(byte, radix: 16, uppercase: true)
+                if fedBytes == 0, byte == 0xFE || byte == 0xFF {
+                    fail(.unsupportedEncoding, "UTF-16 or UTF-32 byte order mark (\(hex)); only UTF-8 is allowed (RFC 6120 §11.6)")
+                } else {
+                    fail(.invalidCharacter, "invalid UTF-8: byte \(hex) at offset \(fedBytes) of the stream")
+                }
+            }
+            if let failure {
+                // Halt outside the callbacks: libxml2 frees its input buffer in xmlStopParser, which
+                // some of its code paths cannot take in the middle of a callback.
+                xmlStopParser(ctxt)
+                return failure
+            }
+            offset += count
+        }
+        return nil
+    }
+
+    /// After each piece: nothing libxml2 holds may exceed the stanza limit.
+    private func checkBuffered(_ ctxt: xmlParserCtxtPtr) {
+        let max = limits.maxStanzaBytes
+        if !stack.isEmpty {
+            // Every byte fed since the stanza's `<` belongs to it (libxml2 has not seen its end tag).
+            let size = fedBytes - stanzaStart
+            if size > max {
+                fail(.stanzaTooLarge, "stanza <\(stack[0].name)> exceeds \(max) bytes (at least \(size) so far)")
+            }
+        } else {
+            let pending = fedBytes - Int(xmlByteConsumed(ctxt))
+            if pending > max {
+                fail(.stanzaTooLarge, "\(pending) bytes of an unfinished construct at stream level exceed \(max) bytes")
+            }
+        }
+    }
+
+    private func makeContext() -> xmlParserCtxtPtr {
+        _ = libxml2Initialized
+        var sax = Self.makeSAXHandler()
+        let owner = Unmanaged.passUnretained(self).toOpaque()
+        guard let ctxt = xmlCreatePushParserCtxt(&sax, owner, nil, 0, nil) else {
+            fatalError("libxml2 could not allocate a push parser context (out of memory)")
+        }
+        // NOENT is safe because DTDs (the only source of entities besides the predefined ones) are
+        // refused; it makes `a&amp;b` in an attribute come out as `a&b`.
+        _ = xmlCtxtUseOptions(ctxt, Int32(XML_PARSE_NOENT.rawValue | XML_PARSE_NONET.rawValue))
+        context = ctxt
+        return ctxt
+    }
+
+    private func discardContext() {
+        if let context { xmlFreeParserCtxt(context) }
+        context = nil
+        failure = nil
+        restartRequested = false
+        lastEventEnd = 0
+        streamOpen = false
+        streamEnded = false
+        stack.removeAll()
+        fedBytes = 0
+        stanzaStart = 0
+        stanzaTextBytes = 0
+        namespaceCache.removeAll()
+        utf8 = UTF8Validator()
+    }
+
+    // MARK: - Called from the SAX callbacks
+
+    /// False once an error or a restart stopped this stream: later callbacks are ignored.
+    private var isActive: Bool { failure == nil && !restartRequested }
+
+    /// Absolute offset of libxml2's read position in the current stream.
+    private var consumed: Int { context.map { Int(xmlByteConsumed($0)) } ?? 0 }
+
+    /// Records the first error and turns the SAX callbacks off; `parse` halts libxml2 afterwards.
+    fileprivate func fail(_ kind: XMLStreamError.Kind, _ message: String) {
+        guard isActive else { return }
+        failure = XMLStreamError(kind, message: message + position)
+        context?.pointee.disableSAX = 1
+    }
+
+    private var position: String {
+        guard let input = context?.pointee.input else { return "" }
+        return " (line \(input.pointee.line), column \(input.pointee.col))"
+    }
+
+    private func emit(_ event: XMLStreamEvent, endingAt end: Int) {
+        lastEventEnd = end
+        handler?(event)
+    }
+
+    fileprivate func startElement(
+        localname: UnsafePointer<xmlChar>?, uri: UnsafePointer<xmlChar>?,
+        attributeCount: Int, attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    ) {
+        guard isActive, let localname else { return }
+        let name = String(cString: localname)
+        let namespace = uri.map(namespaceString)
+        var attrs: [XMLAttribute] = []
+        if attributeCount > 0, let attributes {
+            attrs.reserveCapacity(attributeCount)
+            // Five pointers per attribute: local name, prefix, URI, value start, value end.
+            for index in 0..<attributeCount {
+                let fields = attributes + index * 5
+                guard let attributeName = fields[0], let start = fields[3], let end = fields[4] else { continue }
+                let value = String(decoding: UnsafeBufferPointer(start: start, count: end - start), as: UTF8.self)
+                attrs.append(XMLAttribute(
+                    name: String(cString: attributeName), namespace: fields[2].map(namespaceString), value: value))
+            }
+        }
+
+        guard streamOpen else {
+            openStream(name: name, namespace: namespace, attributes: attrs)
+            return
+        }
+        let depth = stack.count + 1
+        if depth > limits.maxDepth {
+            fail(.tooDeep, "<\(name)> at depth \(depth) is nested deeper than \(limits.maxDepth)")
+            return
+        }
+        if stack.isEmpty {
+            stanzaTextBytes = 0
+        } else if consumed - stanzaStart > limits.maxStanzaBytes {
+            fail(.stanzaTooLarge, "stanza <\(stack[0].name)> exceeds \(limits.maxStanzaBytes) bytes")
+            return
+        }
+        stack.append(XMLElement(name: name, namespace: namespace, attributes: attrs))
+    }
+
+    private func openStream(name: String, namespace: String?, attributes: [XMLAttribute]) {
+        if streamEnded {
+            fail(.notWellFormed, "element <\(name)> after the end of the stream")
+            return
+        }
+        guard name == "stream", namespace == XMLNamespace.stream else {
+            let found = "<\(name)> in namespace \(namespace.map { "'\($0)'" } ?? "none")"
+            if name == "stream" {
+                fail(.invalidNamespace, "stream element \(found), expected '\(XMLNamespace.stream)'")
+            } else {
+                fail(.notWellFormed, "root element \(found) is not <stream> in '\(XMLNamespace.stream)'")
+            }
+            return
+        }
+        if let problem = encodingProblem() {
+            fail(.unsupportedEncoding, problem)
+            return
+        }
+        streamOpen = true
+        // libxml2 reports a start tag before consuming its `>` or `/>`.
+        var end = consumed
+        if let cur = context?.pointee.input?.pointee.cur {
+            end += cur[0] == UInt8(ascii: "/") ? 2 : 1
+        }
+        stanzaStart = end
+        emit(.streamStart(XMLElement(name: name, namespace: namespace, attributes: attributes)), endingAt: end)
+    }
+
+    /// RFC 6120 §11.6: UTF-8 only. libxml2 installs a decoder for a declared or detected other encoding.
+    private func encodingProblem() -> String? {
+        guard let ctxt = context else { return nil }
+        if let encoder = ctxt.pointee.input?.pointee.buf?.pointee.encoder {
+            let name = encoder.pointee.name.map { String(cString: $0) } ?? "an unknown encoding"
+            return "the stream is in \(name); only UTF-8 is allowed"
+        }
+        if let declared = ctxt.pointee.encoding {
+            let name = String(cString: declared)
+            let lower = name.lowercased()
+            if lower != "utf-8", lower != "utf8" {
+                return "the stream declares encoding '\(name)'; only UTF-8 is allowed"
+            }
+        }
+        return nil
+    }
+
+    fileprivate func endElement() {
+        guard isActive else { return }
+        guard !stack.isEmpty else {
+            guard streamOpen else { return }
+            streamOpen = false
+            streamEnded = true
+            emit(.streamEnd, endingAt: consumed)
+            return
+        }
+        let element = stack.removeLast()
+        if stack.isEmpty {
+            // The end tag has been consumed: the stanza's exact size on the wire.
+            let end = consumed
+            let size = end - stanzaStart
+            if size > limits.maxStanzaBytes {
+                fail(.stanzaTooLarge, "stanza <\(element.name)> is \(size) bytes, more than \(limits.maxStanzaBytes)")
+                return
+            }
+            stanzaStart = end
+            emit(.stanza(element), endingAt: end)
+        } else {
+            stack[stack.count - 1].children.append(element)
+        }
+    }
+
+    fileprivate func characters(_ chars: UnsafePointer<xmlChar>?, _ length: Int32) {
+        guard isActive, let chars, length > 0 else { return }
+        let buffer = UnsafeBufferPointer(start: chars, count: Int(length))
+        guard !stack.isEmpty else {
+            // Stream level: only whitespace keepalives (RFC 6120 §4.6.1).
+            for byte in buffer where byte != 0x20 && byte != 0x0A && byte != 0x09 && byte != 0x0D {
+                fail(.unexpectedText, "character data between stanzas")
+                return
+            }
+            // libxml2 reports whitespace before consuming it.
+            stanzaStart = max(stanzaStart, min(consumed + buffer.count, fedBytes))
+            return
+        }
+        stanzaTextBytes += buffer.count
+        let size = max(consumed - stanzaStart, stanzaTextBytes)
+        if size > limits.maxStanzaBytes {
+            fail(.stanzaTooLarge, "stanza <\(stack[0].name)> exceeds \(limits.maxStanzaBytes) bytes")
+            return
+        }
+        let piece = String(decoding: buffer, as: UTF8.self)
+        let top = stack.count - 1
+        if stack[top].text.isEmpty {
+            stack[top].text = piece
+        } else {
+            stack[top].text.append(piece)
+        }
+    }
+
+    fileprivate func libxml2Error(_ error: UnsafePointer<xmlError>) {
+        let error = error.pointee
+        // Warnings (e.g. "xmlns: URI … is not absolute") are not errors of the stream.
+        guard error.level.rawValue >= XML_ERR_ERROR.rawValue, isActive else { return }
+        let kind: XMLStreamError.Kind
+        switch xmlParserErrors(rawValue: UInt32(bitPattern: error.code)) {
+        case XML_ERR_INVALID_CHAR, XML_ERR_INVALID_CHARREF, XML_ERR_INVALID_DEC_CHARREF,
+            XML_ERR_INVALID_HEX_CHARREF:
+            kind = .invalidCharacter
+        case XML_ERR_UNKNOWN_ENCODING, XML_ERR_UNSUPPORTED_ENCODING, XML_ERR_INVALID_ENCODING:
+            // XML_ERR_INVALID_ENCODING: a declaration that does not match the bytes ("labelled UTF-16").
+            kind = .unsupportedEncoding
+        case XML_ERR_UNDECLARED_ENTITY, XML_WAR_UNDECLARED_ENTITY, XML_ERR_ENTITY_IS_EXTERNAL,
+            XML_ERR_ENTITY_IS_PARAMETER, XML_ERR_ENTITY_LOOP, XML_ERR_ENTITY_PROCESSING:
+            kind = .entityForbidden
+        default:
+            kind = .notWellFormed
+        }
+        var text = error.message.map { String(cString: $0) } ?? "libxml2 error \(error.code)"
+        while text.last?.isNewline == true { text.removeLast() }
+        let message = "libxml2: \(text) (line \(error.line), column \(error.int2))"
+        failure = XMLStreamError(kind, message: message)
+        context?.pointee.disableSAX = 1
+    }
+
+    private func namespaceString(_ uri: UnsafePointer<xmlChar>) -> String {
+        let key = UnsafeRawPointer(uri)
+        let bytes = UnsafeBufferPointer(start: uri, count: Int(xmlStrlen(uri)))
+        if let cached = namespaceCache[key], cached.utf8.elementsEqual(bytes) {
+            return cached
+        }
+        let string = String(decoding: bytes, as: UTF8.self)
+        if namespaceCache.count >= 64 { namespaceCache.removeAll(keepingCapacity: true) }
+        namespaceCache[key] = string
+        return string
+    }
+}
+
+// MARK: - SAX2 callbacks
+
+extension XMLStreamParser {
+    /// The SAX2 handler: content callbacks feed the parser; everything DTD- or entity-related, comments
+    /// and processing instructions fail the stream (RFC 6120 §11.1). `serror` collects libxml2's errors
+    /// so nothing is printed to stderr.
+    fileprivate static func makeSAXHandler() -> xmlSAXHandler {
+        var sax = xmlSAXHandler()
+        sax.initialized = ccsd_xml_sax2_magic()
+
+        sax.startElementNs = { ctx, localname, _, uri, _, _, attributeCount, _, attributes in
+            owner(ctx).startElement(
+                localname: localname, uri: uri, attributeCount: Int(attributeCount), attributes: attributes)
+        }
+        sax.endElementNs = { ctx, _, _, _ in owner(ctx).endElement() }
+        let characters: charactersSAXFunc = { ctx, chars, length in owner(ctx).characters(chars, length) }
+        sax.characters = characters
+        sax.ignorableWhitespace = characters
+        sax.cdataBlock = { ctx, chars, length in owner(ctx).characters(chars, length) }
+
+        sax.internalSubset = { ctx, name, _, _ in
+            owner(ctx).fail(.dtdForbidden, "DTD <!DOCTYPE \(string(name))> (RFC 6120 §11.1)")
+        }
+        sax.externalSubset = { ctx, name, _, _ in
+            owner(ctx).fail(.dtdForbidden, "external DTD subset for \(string(name)) (RFC 6120 §11.1)")
+        }
+        sax.entityDecl = { ctx, name, _, _, _, _ in
+            owner(ctx).fail(.entityForbidden, "entity declaration '\(string(name))' (RFC 6120 §11.1)")
+        }
+        sax.getEntity = { ctx, name in
+            owner(ctx).fail(.entityForbidden, "entity reference &\(string(name)); (RFC 6120 §11.1)")
+            return nil
+        }
+        sax.getParameterEntity = { ctx, name in
+            owner(ctx).fail(.entityForbidden, "parameter entity reference %\(string(name)); (RFC 6120 §11.1)")
+            return nil
+        }
+        sax.resolveEntity = { ctx, publicID, systemID in
+            owner(ctx).fail(
+                .entityForbidden,
+                "external entity \(string(systemID ?? publicID)) (RFC 6120 §11.1)")
+            return nil
+        }
+        sax.reference = { ctx, name in
+            owner(ctx).fail(.entityForbidden, "entity reference &\(string(name)); (RFC 6120 §11.1)")
+        }
+        sax.comment = { ctx, _ in
+            owner(ctx).fail(.restrictedXML, "XML comment (RFC 6120 §11.1)")
+        }
+        sax.processingInstruction = { ctx, target, _ in
+            owner(ctx).fail(.restrictedXML, "processing instruction <?\(string(target))?> (RFC 6120 §11.1)")
+        }
+        sax.serror = { ctx, error in
+            guard let ctx, let error else { return }
+            owner(ctx).libxml2Error(error)
+        }
+        return sax
+    }
+}
+
+/// The parser behind a SAX callback's user data (`Unmanaged.passUnretained(self)`, see `makeContext`).
+private func owner(_ ctx: UnsafeMutableRawPointer?) -> XMLStreamParser {
+    Unmanaged<XMLStreamParser>.fromOpaque(ctx!).takeUnretainedValue()
+}
+
+private func string(_ chars: UnsafePointer<xmlChar>?) -> String {
+    guard let chars else { return "" }
+    return String(cString: chars)
+}
