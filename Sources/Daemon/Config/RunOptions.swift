@@ -1,0 +1,114 @@
+import CCS
+import Foundation
+
+/// `ccsd run` command-line options (issue 3 §7). Flags override the configuration file.
+public struct RunOptions: Sendable, Equatable {
+    public var configPath: String?
+    public var endpoints: [Endpoint] = []
+    public var caFile: String?
+    public var senderID: String?
+    public var serverKeyFile: String?
+    public var connections: Int?
+    public var input = "-"
+    public var events = "-"
+    public var exitWhenDone = false
+    public var logLevel = "info"
+
+    public init() {}
+
+    public static let usage = """
+        usage: ccsd run [--config FILE] [--endpoint HOST:PORT]... [--ca-file FILE] [--sender-id ID]
+                        [--server-key-file FILE] [--connections N] [--input FILE|-] [--events FILE|-]
+                        [--exit-when-done] [--log-level debug|info|warning|error]
+
+          --config FILE           JSON configuration (see config/ccsd.json); flags below override it
+          --endpoint HOST:PORT    CCS endpoint; repeat for the secondary (the first is primary)
+          --ca-file FILE          PEM CA bundle to verify the server with (default: system store)
+          --sender-id ID          the numeric sender ID
+          --server-key-file FILE  file holding the server key (else CCSD_SERVER_KEY, else server_key_file)
+          --connections N         connections to keep open, 1-1000
+          --input FILE|-          downstream messages, one JSON object per line (default: stdin)
+          --events FILE|-         where events go, one JSON object per line (default: stdout)
+          --exit-when-done        exit 0 once the input has ended and every message is final
+          --log-level LEVEL       stderr log level (default: info)
+        """
+
+    /// Parses the arguments after `run`.
+    /// - Throws: `ConfigurationError` naming the flag and the rule.
+    public static func parse(_ arguments: [String]) throws(ConfigurationError) -> RunOptions {
+        var options = RunOptions()
+        var index = 0
+        func value(_ flag: String) throws(ConfigurationError) -> String {
+            index += 1
+            guard index < arguments.count, !arguments[index].isEmpty else {
+                throw ConfigurationError(field: flag, rule: "needs a value")
+            }
+            return arguments[index]
+        }
+        while index < arguments.count {
+            let flag = arguments[index]
+            switch flag {
+            case "--config": options.configPath = try value(flag)
+            case "--endpoint":
+                let text = try value(flag)
+                guard let endpoint = Endpoint(parsing: text) else {
+                    throw ConfigurationError(field: flag, rule: "must be HOST:PORT with a port from 1 to 65535, got \"\(text)\"")
+                }
+                options.endpoints.append(endpoint)
+            case "--ca-file": options.caFile = try value(flag)
+            case "--sender-id": options.senderID = try value(flag)
+            case "--server-key-file": options.serverKeyFile = try value(flag)
+            case "--connections":
+                let text = try value(flag)
+                guard let n = Int(text), (1...1000).contains(n) else {
+                    throw ConfigurationError(field: flag, rule: "must be an integer from 1 to 1000, got \"\(text)\"")
+                }
+                options.connections = n
+            case "--input": options.input = try value(flag)
+            case "--events": options.events = try value(flag)
+            case "--exit-when-done": options.exitWhenDone = true
+            case "--log-level":
+                let text = try value(flag)
+                guard ["debug", "info", "warning", "error"].contains(text) else {
+                    throw ConfigurationError(field: flag, rule: "must be one of debug, info, warning, error, got \"\(text)\"")
+                }
+                options.logLevel = text
+            default:
+                let known = ["--config", "--endpoint", "--ca-file", "--sender-id", "--server-key-file", "--connections",
+                             "--input", "--events", "--exit-when-done", "--log-level"]
+                let suggestion = EditDistance.suggestion(for: flag, among: known).map { " (did you mean \($0)?)" } ?? ""
+                throw ConfigurationError(field: flag, rule: "unknown option\(suggestion)")
+            }
+            index += 1
+        }
+        return options
+    }
+
+    /// The configuration file (if any) with these flags on top, and the server key loaded.
+    /// - Throws: `ConfigurationError`.
+    public func configuration(environment: [String: String]) throws(ConfigurationError) -> Configuration {
+        var configuration = Configuration()
+        if let configPath {
+            guard let data = FileManager.default.contents(atPath: configPath) else {
+                throw ConfigurationError(field: "--config", rule: "cannot read \(configPath)")
+            }
+            try configuration.apply(fileContents: data, path: configPath)
+        }
+        if let first = endpoints.first {
+            configuration.primaryEndpoint = first
+            configuration.secondaryEndpoint = endpoints.count > 1 ? endpoints[1] : nil
+        }
+        if endpoints.count > 2 {
+            throw ConfigurationError(field: "--endpoint", rule: "at most two: the primary and the secondary")
+        }
+        if let caFile { configuration.caFile = caFile }
+        if let senderID { configuration.senderID = senderID }
+        if let connections { configuration.connections = connections }
+        try configuration.loadServerKey(flagFile: serverKeyFile, environment: environment)
+        try configuration.validateForRun()
+        if let caFile = configuration.caFile, !FileManager.default.isReadableFile(atPath: caFile) {
+            throw ConfigurationError(field: "ca_file", rule: "cannot read \(caFile)")
+        }
+        return configuration
+    }
+}

@@ -1,0 +1,252 @@
+import CCS
+import Dispatch
+import Foundation
+import TLS
+import XMLStream
+import XMPP
+
+/// The running daemon: the dispatcher (pure) driven on one event loop, one `XMPPClient` per connection,
+/// intake lines in, events out (issue 3 §2–§7). Confined to `loop`; other threads reach it through
+/// `loop.execute`.
+public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
+    // @unchecked Sendable: every stored property is touched only on `loop`.
+    public let loop: EventLoop
+    public let configuration: Configuration
+    private var dispatcher: Dispatcher<InMemoryMessageStore>
+    private var clients: [Int: XMPPClient] = [:]
+    private let outlet: EventOutlet
+    private let logger: Logger
+    private var wakeTimer: TimerHandle?
+    private var wakeAt: Double?
+    private var inputEnded = false
+    private var exitWhenDone: Bool
+    private var finishing = false
+    private var exitCode: Int32?
+    private var onExit: (@Sendable (Int32) -> Void)?
+    private var intakeResume: (() -> Void)?
+    private let tlsConfiguration: TLSClientConfiguration
+    private let clockOrigin = DispatchTime.now().uptimeNanoseconds
+
+    /// Messages outstanding above which intake pauses (memory bound for a fast producer).
+    public static let intakeHighWater = 20_000
+
+    public init(configuration: Configuration, outlet: EventOutlet, logger: Logger, loop: EventLoop,
+                exitWhenDone: Bool, onExit: @escaping @Sendable (Int32) -> Void) {
+        self.configuration = configuration
+        self.outlet = outlet
+        self.logger = logger
+        self.loop = loop
+        self.exitWhenDone = exitWhenDone
+        self.onExit = onExit
+        self.dispatcher = Dispatcher(configuration: configuration.dispatcherConfiguration, store: InMemoryMessageStore())
+        self.tlsConfiguration = TLSClientConfiguration(
+            caFile: configuration.caFile, connectTimeout: configuration.connectTimeoutSeconds,
+            handshakeTimeout: configuration.handshakeTimeoutSeconds)
+    }
+
+    /// Seconds since the daemon started, monotonic.
+    public func now() -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds - clockOrigin) / 1e9
+    }
+
+    /// Opens the connections. Call on the loop.
+    public func start() {
+        loop.preconditionInEventLoop()
+        logger.info("starting", ["sender_id": configuration.senderID, "connections": "\(configuration.connections)",
+                                 "endpoints": configuration.endpoints.map(\.description).joined(separator: ",")])
+        perform(dispatcher.start(now: now()))
+    }
+
+    // MARK: Intake
+
+    /// One intake result from the reader thread: a valid message, or why line `line` was refused.
+    public enum IntakeItem: Sendable {
+        case message(DownstreamMessage)
+        case invalid(line: Int, messageID: String?, error: ValidationError)
+    }
+
+    /// Takes a batch of intake items (in input order). `resume` is called once intake may send more.
+    public func submit(_ items: [IntakeItem], resume: @escaping () -> Void) {
+        loop.preconditionInEventLoop()
+        let now = now()
+        for item in items {
+            switch item {
+            case .message(let message):
+                let key = message.targetKey
+                let record = MessageRecord(
+                    messageID: message.messageID!, json: message.jsonString(), to: key, rateKey: key,
+                    acceptedAt: now, timeToLive: message.effectiveTimeToLive)
+                perform(dispatcher.accept(record, now: now), flush: false)
+            case .invalid(let line, let messageID, let error):
+                logger.warning("message rejected", ["line": "\(line)", "field": error.field, "error": error.description])
+                emit(.rejected(messageID: messageID, field: error.field, error: error.description))
+            }
+        }
+        outlet.flush()
+        if dispatcher.outstanding < Self.intakeHighWater || dispatcher.stopReason != nil {
+            resume()
+        } else {
+            intakeResume = resume
+        }
+    }
+
+    /// The input ended; with `--exit-when-done` the daemon exits once every message is final.
+    public func inputFinished() {
+        loop.preconditionInEventLoop()
+        inputEnded = true
+        logger.info("input ended", ["outstanding": "\(dispatcher.outstanding)"])
+        checkDone()
+    }
+
+    /// Closes everything and exits with `code` (SIGTERM, or done).
+    public func finish(code: Int32) {
+        loop.preconditionInEventLoop()
+        guard !finishing else { return }
+        finishing = true
+        exitCode = code
+        if dispatcher.outstanding > 0 {
+            logger.error("exiting with messages not final", ["outstanding": "\(dispatcher.outstanding)"])
+        }
+        perform(dispatcher.shutdown())
+        if clients.isEmpty {
+            exitNow()
+        } else {
+            // Bounded: streams that do not close in time are dropped.
+            _ = loop.schedule(after: 3) { [weak self] in self?.exitNow() }
+        }
+    }
+
+    private func exitNow() {
+        guard let onExit, let exitCode else { return }
+        self.onExit = nil
+        for client in clients.values { client.abort() }
+        outlet.flush()
+        logger.info("stopped", ["exit_code": "\(exitCode)", "sent": "\(dispatcher.counters.sent)",
+                                "acked": "\(dispatcher.counters.acked)", "upstream": "\(dispatcher.counters.upstream)"])
+        onExit(exitCode)
+    }
+
+    private func checkDone() {
+        if exitWhenDone, inputEnded, !finishing, dispatcher.outstanding == 0 {
+            logger.info("all messages final; closing")
+            finish(code: 0)
+        }
+    }
+
+    // MARK: Actions
+
+    private func perform(_ actions: [DispatcherAction], flush: Bool = true) {
+        for action in actions {
+            switch action {
+            case .open(let id, let endpoint):
+                open(id, endpoint)
+            case .send(let id, let record):
+                clients[id]?.send(raw: CCSStanza.downstream(messageID: record.messageID, json: record.json))
+            case .ack(let id, let to, let messageID):
+                // Hand over first (the event is on its way out), then ACK (§3).
+                outlet.flush()
+                clients[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
+            case .close(let id):
+                clients[id]?.close()
+            case .event(let event):
+                emit(event)
+            case .stop(let reason):
+                logger.error("authentication failed; stopping: check sender_id and the server key",
+                             ["sender_id": configuration.senderID, "jid": "\(configuration.senderID)@\(configuration.jidDomain)", "error": reason])
+                if exitCode == nil { exitCode = 3 }
+                finishing = true
+                _ = loop.schedule(after: 0) { [weak self] in self?.exitAfterStop() }
+            }
+        }
+        if flush { outlet.flush() }
+        if let resume = intakeResume, dispatcher.outstanding < Self.intakeHighWater / 2 {
+            intakeResume = nil
+            resume()
+        }
+        scheduleWake()
+        checkDone()
+    }
+
+    private func exitAfterStop() {
+        if clients.isEmpty { exitNow() } else { _ = loop.schedule(after: 1) { [weak self] in self?.exitNow() } }
+    }
+
+    private func emit(_ event: DispatcherEvent) {
+        outlet.append(event.jsonLine())
+        if case .connection(let id, let endpoint, let state, let reason) = event {
+            logger.info("connection \(state.rawValue)", ["connection": "\(id)", "endpoint": endpoint.description, "reason": reason ?? ""])
+        }
+    }
+
+    private func scheduleWake() {
+        guard let next = dispatcher.nextWakeup else { return }
+        if let wakeAt, wakeAt <= next { return }
+        wakeTimer?.cancel()
+        wakeAt = next
+        wakeTimer = loop.schedule(after: max(0, next - now())) { [weak self] in
+            guard let self else { return }
+            self.wakeAt = nil
+            self.perform(self.dispatcher.tick(now: self.now()))
+        }
+    }
+
+    private func open(_ id: Int, _ endpoint: Endpoint) {
+        let credentials = XMPPCredentials(username: configuration.senderID, password: configuration.serverKey.revealed,
+                                          jidDomain: configuration.jidDomain)
+        let clientConfiguration = XMPPClientConfiguration(
+            host: endpoint.host, port: endpoint.port, credentials: credentials, tls: tlsConfiguration,
+            limits: XMLStreamLimits(maxStanzaBytes: configuration.maxStanzaBytes),
+            loginTimeout: configuration.loginTimeoutSeconds, keepaliveInterval: configuration.keepaliveSeconds,
+            deadPeerTimeout: configuration.deadPeerSeconds)
+        let client = XMPPClient(configuration: clientConfiguration, tag: id, on: loop, delegate: self)
+        clients[id] = client
+        client.start()
+    }
+
+    // MARK: XMPPClientDelegate
+
+    public func xmppClientDidBecomeReady(_ client: XMPPClient, jid: String) {
+        perform(dispatcher.connectionReady(client.tag, now: now()))
+    }
+
+    public func xmppClient(_ client: XMPPClient, didReceive stanza: XMLElement) {
+        let message: InboundMessage?
+        do {
+            message = try InboundMessage.parse(stanza: stanza)
+        } catch {
+            logger.warning("unreadable CCS message ignored", ["connection": "\(client.tag)", "error": error.description])
+            return
+        }
+        guard let message else { return }
+        switch message {
+        case .unknown(let type, let messageID):
+            logger.warning("unknown message_type ignored", ["connection": "\(client.tag)", "message_type": type, "message_id": messageID ?? ""])
+        case .control(let type) where type != "CONNECTION_DRAINING":
+            logger.warning("unknown control_type ignored", ["connection": "\(client.tag)", "control_type": type])
+        case .nack(let nack):
+            logger.info("nack", ["connection": "\(client.tag)", "message_id": nack.messageID, "error": nack.error,
+                                 "to": nack.from.map(shortenedToken) ?? ""])
+        default:
+            break
+        }
+        perform(dispatcher.received(message, on: client.tag, now: now()))
+    }
+
+    public func xmppClient(_ client: XMPPClient, didEndWith error: XMPPError) {
+        // Deferred one turn: the end may be reported from inside a send we are still performing.
+        let id = client.tag
+        loop.execute { [self] in
+            clients[id] = nil
+            let end: ConnectionEnd
+            if error.kind == .closedLocally {
+                end = .closedLocally
+            } else if error.isConfigurationError {
+                end = .authenticationFailed(reason: error.description)
+            } else {
+                end = .lost(reason: error.description)
+            }
+            perform(dispatcher.connectionEnded(id, end, now: now()))
+            if finishing, clients.isEmpty, exitCode != nil { exitNow() }
+        }
+    }
+}

@@ -1,0 +1,262 @@
+import Dispatch
+import TLS
+import XMLStream
+
+/// Settings of one XMPP client connection over direct TLS (ccs-protocol.md §1, §5).
+public struct XMPPClientConfiguration: Sendable {
+    /// The host to connect to and verify the certificate against (not the JID domain).
+    public var host: String
+    /// TCP port; CCS uses 5235 (production) and 5236 (pre-production).
+    public var port: Int
+    public var credentials: XMPPCredentials
+    public var tls: TLSClientConfiguration
+    /// Inbound stanza bounds (default 1 MiB, depth 32).
+    public var limits: XMLStreamLimits
+    /// Seconds from TLS ready to bound resource, else `.negotiationTimedOut`. Default 20.
+    public var loginTimeout: Double
+    /// Seconds of inbound silence before a XEP-0199 ping. Default 30.
+    public var keepaliveInterval: Double
+    /// Seconds of inbound silence after which the peer is dead. Default 90.
+    public var deadPeerTimeout: Double
+    /// Seconds to wait for the server's `</stream:stream>` after ours before closing TLS. Default 2.
+    public var closeGrace: Double
+
+    public init(
+        host: String, port: Int, credentials: XMPPCredentials, tls: TLSClientConfiguration = TLSClientConfiguration(),
+        limits: XMLStreamLimits = XMLStreamLimits(), loginTimeout: Double = 20, keepaliveInterval: Double = 30,
+        deadPeerTimeout: Double = 90, closeGrace: Double = 2
+    ) {
+        self.host = host
+        self.port = port
+        self.credentials = credentials
+        self.tls = tls
+        self.limits = limits
+        self.loginTimeout = loginTimeout
+        self.keepaliveInterval = keepaliveInterval
+        self.deadPeerTimeout = deadPeerTimeout
+        self.closeGrace = closeGrace
+    }
+}
+
+/// Receives an `XMPPClient`'s events, on its event loop.
+public protocol XMPPClientDelegate: AnyObject {
+    /// Login finished; `jid` is the bound full JID.
+    func xmppClientDidBecomeReady(_ client: XMPPClient, jid: String)
+    /// A stanza arrived once ready (pings and unknown IQs are already answered).
+    func xmppClient(_ client: XMPPClient, didReceive stanza: XMLElement)
+    /// The connection ended; called exactly once. `error.kind == .closedLocally` after `close()`.
+    func xmppClient(_ client: XMPPClient, didEndWith error: XMPPError)
+}
+
+/// The driver of one XMPP client stream: it owns the TLS connection, the streaming parser, the
+/// negotiation state machine and the keepalive, and performs what they decide. Confined to its loop.
+public final class XMPPClient: TLSConnectionDelegate {
+    public let configuration: XMPPClientConfiguration
+    public let loop: EventLoop
+    public weak var delegate: XMPPClientDelegate?
+    /// Free-form tag for the owner (the connection id in ccsd).
+    public let tag: Int
+
+    private var tls: TLSConnection?
+    private let parser: XMLStreamParser
+    private var negotiation: StreamNegotiation
+    private var keepalive: Keepalive?
+    private var loginTimer: TimerHandle?
+    private var keepaliveTimer: TimerHandle?
+    private var closeTimer: TimerHandle?
+    private var ended = false
+    private var closingLocally = false
+    private var pendingEvents: [XMLStreamEvent] = []
+
+    public init(configuration: XMPPClientConfiguration, tag: Int = 0, on loop: EventLoop, delegate: XMPPClientDelegate?) {
+        self.configuration = configuration
+        self.loop = loop
+        self.tag = tag
+        self.delegate = delegate
+        self.parser = XMLStreamParser(limits: configuration.limits)
+        self.negotiation = StreamNegotiation(credentials: configuration.credentials)
+    }
+
+    /// Connects, runs TLS and logs in. Call on the loop.
+    public func start() {
+        loop.preconditionInEventLoop()
+        precondition(tls == nil, "start() twice")
+        tls = TLSConnection.connect(host: configuration.host, port: configuration.port, configuration: configuration.tls,
+                                    on: loop, delegate: self)
+    }
+
+    /// Whether login finished and the stream is open.
+    public var isReady: Bool { negotiation.isReady && !ended && !closingLocally }
+
+    /// Sends one serialized stanza. Returns false when it could not be queued (the connection is ending, or
+    /// the peer stopped reading and the write buffer is full, which ends the connection).
+    @discardableResult
+    public func send(raw text: String) -> Bool {
+        loop.preconditionInEventLoop()
+        guard let tls, !ended else { return false }
+        do {
+            try tls.write(text)
+            return true
+        } catch {
+            if error.kind == .writeBufferFull {
+                end(XMPPError(.transport, message: "the server stopped reading: \(error.reason)"))
+            }
+            return false
+        }
+    }
+
+    /// Sends an element, serialized with `jabber:client` in scope.
+    @discardableResult
+    public func send(_ element: XMLElement) -> Bool {
+        send(raw: XMLWriter.serialize(element, parentNamespace: XMLNamespace.client))
+    }
+
+    /// Closes the stream cleanly (RFC 6120 §4.4): `</stream:stream>`, then the server's, then TLS
+    /// close_notify; bounded by `closeGrace`. The delegate gets `.closedLocally`.
+    public func close() {
+        loop.preconditionInEventLoop()
+        guard !ended, !closingLocally else { return }
+        closingLocally = true
+        guard let tls, tls.isReady else {
+            end(XMPPError(.closedLocally, message: ""))
+            return
+        }
+        _ = try? tls.write(XMLWriter.streamFooter)
+        closeTimer = loop.schedule(after: configuration.closeGrace) { [weak self] in
+            self?.end(XMPPError(.closedLocally, message: ""))
+        }
+    }
+
+    /// Drops the connection at once, without closing the stream (tests, shutdown after a grace).
+    public func abort() {
+        loop.preconditionInEventLoop()
+        tls?.abort()
+        end(XMPPError(.closedLocally, message: "aborted"))
+    }
+
+    // MARK: TLSConnectionDelegate
+
+    public func tlsConnectionDidBecomeReady(_ connection: TLSConnection) {
+        guard !ended else { return }
+        loginTimer = loop.schedule(after: configuration.loginTimeout) { [weak self] in
+            guard let self, !self.negotiation.isReady else { return }
+            self.perform(self.negotiation.failExternally(XMPPError(
+                .negotiationTimedOut, message: "no login within \(self.configuration.loginTimeout) s")))
+        }
+        perform(negotiation.start())
+    }
+
+    public func tlsConnection(_ connection: TLSConnection, didReceive bytes: UnsafeRawBufferPointer) {
+        guard !ended else { return }
+        keepalive?.received(at: XMPPClient.now())
+        do {
+            try parser.feed(bytes) { pendingEvents.append($0) }
+        } catch {
+            // Deliver what parsed before the fault, then close with the matching stream error (RFC 6120 §4.9.3).
+            handlePendingEvents()
+            guard !ended else { return }
+            _ = try? connection.write(XMLWriter.streamError(condition: error.streamErrorCondition, text: nil) + XMLWriter.streamFooter)
+            perform(negotiation.failExternally(XMPPError(.invalidXML, condition: error.streamErrorCondition, message: error.message)))
+            return
+        }
+        handlePendingEvents()
+    }
+
+    public func tlsConnection(_ connection: TLSConnection, didCloseWith error: TLSError?) {
+        if let error {
+            end(XMPPError(.transport, message: error.description))
+        } else if closingLocally {
+            end(XMPPError(.closedLocally, message: ""))
+        } else {
+            end(XMPPError(.transport, message: "connection closed by \(connection.remoteDescription)"))
+        }
+    }
+
+    // MARK: Driving the state machine
+
+    private func handlePendingEvents() {
+        var index = 0
+        while index < pendingEvents.count, !ended {
+            let event = pendingEvents[index]
+            index += 1
+            switch event {
+            case .streamStart(let header): perform(negotiation.streamStarted(header))
+            case .stanza(let stanza): perform(negotiation.stanzaReceived(stanza))
+            case .streamEnd: perform(negotiation.streamEnded())
+            }
+        }
+        pendingEvents.removeAll(keepingCapacity: true)
+    }
+
+    private func perform(_ actions: [StreamNegotiation.Action]) {
+        for action in actions {
+            guard !ended else { return }
+            switch action {
+            case .sendStreamHeader(let to):
+                send(raw: XMLWriter.streamHeader(to: to))
+            case .restartStream(let to):
+                // RFC 6120 §6.4.6: a fresh parser for the new stream. Events queued after <success/> belong
+                // to the old stream; a server sends nothing more before our new header.
+                pendingEvents.removeAll(keepingCapacity: true)
+                parser.reset()
+                send(raw: XMLWriter.streamHeader(to: to))
+            case .send(let element):
+                send(element)
+            case .ready(let jid):
+                loginTimer?.cancel()
+                loginTimer = nil
+                keepalive = Keepalive(pingInterval: configuration.keepaliveInterval,
+                                      deadPeerTimeout: configuration.deadPeerTimeout, now: XMPPClient.now())
+                scheduleKeepalive()
+                delegate?.xmppClientDidBecomeReady(self, jid: jid)
+            case .deliver(let stanza):
+                delegate?.xmppClient(self, didReceive: stanza)
+            case .fail(let error):
+                if closingLocally, error.kind == .streamClosedByPeer {
+                    end(XMPPError(.closedLocally, message: ""))
+                } else {
+                    if error.kind == .streamClosedByPeer || error.kind == .streamError {
+                        _ = try? tls?.write(XMLWriter.streamFooter)
+                    }
+                    end(error)
+                }
+            }
+        }
+    }
+
+    private func scheduleKeepalive() {
+        guard let keepalive else { return }
+        let delay = max(0.05, keepalive.nextCheck() - XMPPClient.now())
+        keepaliveTimer = loop.schedule(after: delay) { [weak self] in
+            guard let self, !self.ended, var keepalive = self.keepalive else { return }
+            let decision = keepalive.check(at: XMPPClient.now())
+            self.keepalive = keepalive
+            switch decision {
+            case .none: break
+            case .sendPing: self.send(self.negotiation.makePing())
+            case .deadPeer:
+                self.perform(self.negotiation.failExternally(XMPPError(
+                    .deadPeer, message: "nothing received for \(self.configuration.deadPeerTimeout) s")))
+                return
+            }
+            self.scheduleKeepalive()
+        }
+    }
+
+    /// Ends the connection once: timers off, TLS closed, delegate told.
+    private func end(_ error: XMPPError) {
+        guard !ended else { return }
+        ended = true
+        loginTimer?.cancel()
+        keepaliveTimer?.cancel()
+        closeTimer?.cancel()
+        _ = negotiation.failExternally(error)
+        tls?.close()
+        delegate?.xmppClient(self, didEndWith: error)
+    }
+
+    /// Monotonic seconds.
+    static func now() -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+    }
+}
