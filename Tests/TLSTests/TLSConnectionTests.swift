@@ -1,4 +1,5 @@
 import Testing
+import Glibc
 @testable import TLS
 
 /// Client and server over loopback sockets with a throwaway CA.
@@ -118,6 +119,22 @@ import Testing
         #expect(error?.host == "127.0.0.1")
         #expect(ContinuousClock.now - started >= .milliseconds(250))
         withExtendedLifetime(silent) {}
+    }
+
+    @Test func connectTimesOutWhenTheListenerDropsSYNs() async throws {
+        let loop = EventLoop(label: "test.connect-timeout")
+        let fixtures = try Fixtures.make()
+        // A full accept queue: Linux drops further SYNs, so our connect stays pending.
+        let listener = try SilentListener(backlog: 0)
+        let fillers = (0..<3).map { _ in startPlainConnect(port: listener.port) }
+        defer { fillers.forEach { _ = close($0) } }
+        let client = Recorder()
+        _ = try await connectClient(loop, host: "127.0.0.1", port: listener.port,
+                                    configuration: fixtures.client { $0.connectTimeout = 0.3 }, recorder: client)
+        let error = try await client.log.closeError(timeout: 5)
+        #expect(error?.kind == .connectTimedOut)
+        #expect(error?.description == "TCP connect timed out for 127.0.0.1: no TCP connection within 0.3 s")
+        withExtendedLifetime(listener) {}
     }
 
     @Test func missingCAFileFailsTheConnectWithConfiguration() async throws {
