@@ -42,6 +42,7 @@ import Glibc
         let client = Recorder()
         let connection = try await connectClient(loop, host: "::1", port: server.port, configuration: fixtures.client(), recorder: client)
         #expect(try await client.log.readyOrFailure() == nil)
+        #expect(try await loop.submit { connection.value.remoteDescription } == "[::1]:\(server.port)")
         try await loop.submit { try connection.value.write("ping") }
         #expect(try await client.log.received(atLeast: 4) == Array("ping".utf8))
         let started = ContinuousClock.now
