@@ -1,4 +1,5 @@
 import Testing
+import Glibc
 @testable import TLS
 
 /// Client and server over loopback sockets with a throwaway CA.
@@ -41,6 +42,7 @@ import Testing
         let client = Recorder()
         let connection = try await connectClient(loop, host: "::1", port: server.port, configuration: fixtures.client(), recorder: client)
         #expect(try await client.log.readyOrFailure() == nil)
+        #expect(try await loop.submit { connection.value.remoteDescription } == "[::1]:\(server.port)")
         try await loop.submit { try connection.value.write("ping") }
         #expect(try await client.log.received(atLeast: 4) == Array("ping".utf8))
         let started = ContinuousClock.now
@@ -118,6 +120,22 @@ import Testing
         #expect(error?.host == "127.0.0.1")
         #expect(ContinuousClock.now - started >= .milliseconds(250))
         withExtendedLifetime(silent) {}
+    }
+
+    @Test func connectTimesOutWhenTheListenerDropsSYNs() async throws {
+        let loop = EventLoop(label: "test.connect-timeout")
+        let fixtures = try Fixtures.make()
+        // A full accept queue: Linux drops further SYNs, so our connect stays pending.
+        let listener = try SilentListener(backlog: 0)
+        let fillers = (0..<3).map { _ in startPlainConnect(port: listener.port) }
+        defer { fillers.forEach { _ = close($0) } }
+        let client = Recorder()
+        _ = try await connectClient(loop, host: "127.0.0.1", port: listener.port,
+                                    configuration: fixtures.client { $0.connectTimeout = 0.3 }, recorder: client)
+        let error = try await client.log.closeError(timeout: 5)
+        #expect(error?.kind == .connectTimedOut)
+        #expect(error?.description == "TCP connect timed out for 127.0.0.1: no TCP connection within 0.3 s")
+        withExtendedLifetime(listener) {}
     }
 
     @Test func missingCAFileFailsTheConnectWithConfiguration() async throws {

@@ -32,7 +32,7 @@ public final class TLSConnection {
     public let id: Int
     /// Receives this connection's events; held weakly.
     public weak var delegate: TLSConnectionDelegate?
-    /// "host:port" as connected to (client) or the peer's numeric address (server side).
+    /// "host:port" as connected to ("[::1]:5235" for an IPv6 literal), or the peer's numeric address (server side).
     public let remoteDescription: String
     /// The loop this connection is confined to.
     public let eventLoop: EventLoop
@@ -90,7 +90,8 @@ public final class TLSConnection {
                                delegate: TLSConnectionDelegate) -> TLSConnection {
         loop.preconditionInEventLoop()
         let connection = TLSConnection(
-            loop: loop, role: .client, host: host, port: port, remoteDescription: "\(host):\(port)",
+            loop: loop, role: .client, host: host, port: port,
+            remoteDescription: host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)",
             clientConfiguration: configuration, handshakeTimeout: configuration.handshakeTimeout,
             maxBufferedWriteBytes: configuration.maxBufferedWriteBytes, context: nil, state: .resolving)
         connection.delegate = delegate

@@ -97,7 +97,8 @@ final class SilentListener {
     let fd: Int32
     let port: Int
 
-    init() throws {
+    /// `backlog` 0 lets the kernel queue one or two connections; further SYNs are dropped while nobody accepts.
+    init(backlog: Int32 = 8) throws {
         let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
@@ -105,7 +106,7 @@ final class SilentListener {
         var length = socklen_t(MemoryLayout<sockaddr_in>.size)
         let ok = withUnsafeMutablePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(fd, $0, length) == 0 && listen(fd, 8) == 0 && getsockname(fd, $0, &length) == 0
+                bind(fd, $0, length) == 0 && listen(fd, backlog) == 0 && getsockname(fd, $0, &length) == 0
             }
         }
         guard ok else { close(fd); throw TimedOut(what: "silent listener setup", events: []) }
@@ -114,4 +115,17 @@ final class SilentListener {
     }
 
     deinit { close(fd) }
+}
+
+/// Starts a non-blocking TCP connect to 127.0.0.1:`port` and returns the socket (close it when done).
+func startPlainConnect(port: Int) -> Int32 {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = in_port_t(UInt16(port).bigEndian)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    _ = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    return fd
 }
