@@ -1,0 +1,89 @@
+import CCS
+import Dispatch
+import Foundation
+import TLS
+
+/// The `ccsd` command line: `ccsd run …` (issue 3 §7).
+public enum CCSDCommand {
+    /// Runs the command; returns the process exit code (0 done, 2 usage or configuration, 3 authentication).
+    public static func main(_ arguments: [String]) -> Int32 {
+        guard let command = arguments.first else {
+            FileHandle.standardError.write(Data((RunOptions.usage + "\n").utf8))
+            return 2
+        }
+        switch command {
+        case "run":
+            return run(Array(arguments.dropFirst()))
+        case "-h", "--help", "help":
+            print(RunOptions.usage)
+            return 0
+        default:
+            FileHandle.standardError.write(Data("ccsd: unknown command \"\(command)\"\n\(RunOptions.usage)\n".utf8))
+            return 2
+        }
+    }
+
+    static func run(_ arguments: [String]) -> Int32 {
+        signal(SIGPIPE, SIG_IGN)
+        let options: RunOptions
+        let configuration: Configuration
+        let outlet: EventOutlet
+        do {
+            options = try RunOptions.parse(arguments)
+            configuration = try options.configuration(environment: ProcessInfo.processInfo.environment)
+            outlet = try EventOutlet(path: options.events)
+        } catch {
+            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            return 2
+        }
+        let level: Logger.Level = switch options.logLevel {
+        case "debug": .debug
+        case "warning": .warning
+        case "error": .error
+        default: .info
+        }
+        let logger = Logger(minimum: level)
+        let loop = EventLoop(label: "ccsd.loop")
+        let exitCode = ExitBox()
+        let daemon = CCSDaemon(configuration: configuration, outlet: outlet, logger: logger, loop: loop,
+                               exitWhenDone: options.exitWhenDone) { code in exitCode.set(code) }
+        let reader: IntakeReader
+        do {
+            reader = try IntakeReader(path: options.input, daemon: daemon)
+        } catch {
+            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            return 2
+        }
+        var signalSources: [DispatchSourceSignal] = []
+        for sig in [SIGTERM, SIGINT] {
+            signal(sig, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
+            source.setEventHandler {
+                logger.info("signal received; closing", ["signal": "\(sig)"])
+                loop.execute { daemon.finish(code: 0) }
+            }
+            source.resume()
+            signalSources.append(source)
+        }
+        loop.execute { daemon.start() }
+        reader.start()
+        let code = exitCode.wait()
+        signalSources.forEach { $0.cancel() }
+        return code
+    }
+}
+
+/// Carries the exit code from the loop to the main thread.
+final class ExitBox: @unchecked Sendable {
+    // @unchecked Sendable: `code` is written once before `semaphore.signal()` and read after `wait()`.
+    private var code: Int32 = 0
+    private let semaphore = DispatchSemaphore(value: 0)
+    func set(_ value: Int32) {
+        code = value
+        semaphore.signal()
+    }
+    func wait() -> Int32 {
+        semaphore.wait()
+        return code
+    }
+}
