@@ -69,7 +69,17 @@ public final class XMLStreamParser {
     }
 
     deinit {
-        if let context { xmlFreeParserCtxt(context) }
+        if let context { Self.free(context) }
+    }
+
+    /// Frees a context and the document libxml2 may have hung on it: xmlFreeParserCtxt leaves
+    /// `myDoc` to the caller, and libxml2 makes one in SAX mode when it meets an entity declaration.
+    private static func free(_ ctxt: xmlParserCtxtPtr) {
+        if let doc = ctxt.pointee.myDoc {
+            ctxt.pointee.myDoc = nil
+            xmlFreeDoc(doc)
+        }
+        xmlFreeParserCtxt(ctxt)
     }
 
     // MARK: - Public API
@@ -212,7 +222,7 @@ public final class XMLStreamParser {
     }
 
     private func discardContext() {
-        if let context { xmlFreeParserCtxt(context) }
+        if let context { Self.free(context) }
         context = nil
         failure = nil
         restartRequested = false
@@ -240,6 +250,11 @@ public final class XMLStreamParser {
         guard isActive else { return }
         failure = XMLStreamError(kind, message: message + position)
         context?.pointee.disableSAX = 1
+    }
+
+    /// `xmlStopParser` from inside a callback; only where libxml2 checks for it right after the call.
+    fileprivate func haltNow() {
+        if let context { xmlStopParser(context) }
     }
 
     private var position: String {
@@ -447,7 +462,12 @@ extension XMLStreamParser {
         sax.cdataBlock = { ctx, chars, length in owner(ctx).characters(chars, length) }
 
         sax.internalSubset = { ctx, name, _, _ in
-            owner(ctx).fail(.dtdForbidden, "DTD <!DOCTYPE \(string(name))> (RFC 6120 §11.1)")
+            let parser = owner(ctx)
+            parser.fail(.dtdForbidden, "DTD <!DOCTYPE \(string(name))> (RFC 6120 §11.1)")
+            // Stop before libxml2 reads the subset: it would otherwise still parse entity declarations
+            // into a private document "for expat compatibility". libxml2 checks for a stop right after
+            // this callback, so halting here is safe (unlike in most other callbacks).
+            parser.haltNow()
         }
         sax.externalSubset = { ctx, name, _, _ in
             owner(ctx).fail(.dtdForbidden, "external DTD subset for \(string(name)) (RFC 6120 §11.1)")
