@@ -37,9 +37,9 @@ let package = Package(
         // Unit tests: no sockets.
         .testTarget(name: "XMLStreamTests", dependencies: ["XMLStream"]),
         .testTarget(name: "XMPPTests", dependencies: ["XMPP", "XMLStream"]),
-        .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "XMPP"],
-                    resources: []),
+        .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "XMPP"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS"]),
         // Integration tests: real TLS on loopback against the emulator and Prosody.
         .testTarget(name: "IntegrationTests",
                     dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon"]),

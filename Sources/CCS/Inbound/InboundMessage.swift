@@ -28,6 +28,15 @@ public enum InboundMessage: Sendable, Equatable {
         public var success: Int?
         public var failure: Int?
         public var failedRegistrationIDs: [String]?
+
+        public init(messageID: String, from: String? = nil, canonicalRegistrationID: String? = nil, success: Int? = nil, failure: Int? = nil, failedRegistrationIDs: [String]? = nil) {
+            self.messageID = messageID
+            self.from = from
+            self.canonicalRegistrationID = canonicalRegistrationID
+            self.success = success
+            self.failure = failure
+            self.failedRegistrationIDs = failedRegistrationIDs
+        }
     }
 
     public struct Nack: Sendable, Equatable {
@@ -40,6 +49,16 @@ public enum InboundMessage: Sendable, Equatable {
         public var success: Int?
         public var failure: Int?
         public var failedRegistrationIDs: [String]?
+
+        public init(messageID: String, from: String? = nil, error: String, errorDescription: String? = nil, success: Int? = nil, failure: Int? = nil, failedRegistrationIDs: [String]? = nil) {
+            self.messageID = messageID
+            self.from = from
+            self.error = error
+            self.errorDescription = errorDescription
+            self.success = success
+            self.failure = failure
+            self.failedRegistrationIDs = failedRegistrationIDs
+        }
     }
 
     public struct Receipt: Sendable, Equatable {
@@ -51,6 +70,15 @@ public enum InboundMessage: Sendable, Equatable {
         public var status: String?
         public var deviceRegistrationID: String?
         public var category: String?
+
+        public init(messageID: String, from: String, originalMessageID: String? = nil, status: String? = nil, deviceRegistrationID: String? = nil, category: String? = nil) {
+            self.messageID = messageID
+            self.from = from
+            self.originalMessageID = originalMessageID
+            self.status = status
+            self.deviceRegistrationID = deviceRegistrationID
+            self.category = category
+        }
     }
 
     public struct Upstream: Sendable, Equatable {
@@ -61,6 +89,14 @@ public enum InboundMessage: Sendable, Equatable {
         /// The `data` object exactly as received (string values, XML entities already resolved).
         public var data: JSONValue
         public var timeToLive: Int64?
+
+        public init(messageID: String, from: String, category: String? = nil, data: JSONValue, timeToLive: Int64? = nil) {
+            self.messageID = messageID
+            self.from = from
+            self.category = category
+            self.data = data
+            self.timeToLive = timeToLive
+        }
     }
 
     public struct StanzaError: Sendable, Equatable {
@@ -75,6 +111,14 @@ public enum InboundMessage: Sendable, Equatable {
 
         /// The message this error resolves: the `id` attribute, else the echoed message_id.
         public var resolvedMessageID: String? { id ?? messageID }
+
+        public init(id: String?, messageID: String?, condition: String, code: String? = nil, text: String? = nil) {
+            self.id = id
+            self.messageID = messageID
+            self.condition = condition
+            self.code = code
+            self.text = text
+        }
     }
 }
 

@@ -1,0 +1,128 @@
+import CCS
+import Foundation
+import Testing
+@testable import Daemon
+
+/// Configuration file, flags and the server key (issue 3 §7): every unknown or invalid key is a clear error.
+@Suite struct ConfigurationTests {
+    func load(_ json: String) throws(ConfigurationError) -> Configuration {
+        var configuration = Configuration()
+        try configuration.apply(fileContents: Data(json.utf8), path: "test.json")
+        return configuration
+    }
+
+    @Test func shippedConfigFilesAreValid() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+        for name in ["ccsd.json", "emulator.json"] {
+            let data = try #require(FileManager.default.contents(atPath: root.appendingPathComponent("config/\(name)").path))
+            var configuration = Configuration()
+            try configuration.apply(fileContents: data, path: name)
+            #expect(configuration.senderID == "123456789012")
+        }
+    }
+
+    @Test func fileValuesApply() throws {
+        let c = try load(#"{"sender_id":"42","primary_endpoint":"h:5235","secondary_endpoint":"h:5236","connections":4,"window":50,"max_attempts":3,"retry_initial_seconds":0.5,"ca_file":"/x.pem","jid_domain":"fcm.googleapis.com"}"#)
+        #expect(c.senderID == "42")
+        #expect(c.endpoints == [Endpoint(host: "h", port: 5235), Endpoint(host: "h", port: 5236)])
+        #expect(c.connections == 4)
+        #expect(c.window == 50)
+        #expect(c.retryBackoff.base == 0.5)
+        #expect(c.caFile == "/x.pem")
+        #expect(c.jidDomain == "fcm.googleapis.com")
+        #expect(c.dispatcherConfiguration.maxAttempts == 3)
+    }
+
+    @Test func defaultsAreCCS() {
+        let c = Configuration()
+        #expect(c.jidDomain == "gcm.googleapis.com")
+        #expect(c.endpoints.map(\.port) == [5235, 5236])
+        #expect(c.window == 100)
+    }
+
+    @Test(arguments: [
+        (#"{"time_to_life":1}"#, "time_to_life", "unknown key"),
+        (#"{"conections":2}"#, "conections", "unknown key (did you mean connections?)"),
+        (#"{"window":101}"#, "window", "must be an integer from 1 to 100, got 101"),
+        (#"{"window":0}"#, "window", "must be an integer from 1 to 100, got 0"),
+        (#"{"window":"100"}"#, "window", "must be an integer from 1 to 100, got \"100\""),
+        (#"{"connections":1001}"#, "connections", "must be an integer from 1 to 1000, got 1001"),
+        (#"{"primary_endpoint":"nohost"}"#, "primary_endpoint", "must be \"HOST:PORT\" with a port from 1 to 65535, got \"nohost\""),
+        (#"{"primary_endpoint":"h:99999"}"#, "primary_endpoint", "must be \"HOST:PORT\" with a port from 1 to 65535, got \"h:99999\""),
+        (#"{"sender_id":"abc"}"#, "sender_id", "must be the numeric sender ID (project number), got \"abc\""),
+        (#"{"keepalive_seconds":100,"dead_peer_seconds":90}"#, "dead_peer_seconds", "must be greater than keepalive_seconds"),
+        (#"{"retry_initial_seconds":10,"retry_max_seconds":5}"#, "retry_max_seconds", "must be at least retry_initial_seconds"),
+        (#"{"retry_initial_seconds":-1}"#, "retry_initial_seconds", "must be a number of seconds above 0, got -1"),
+        (#"[1]"#, "test.json", "the file must hold one JSON object"),
+        (#"{"#, "test.json", "not valid JSON"),
+    ])
+    func invalidFilesNameTheKeyAndRule(json: String, field: String, rule: String) {
+        #expect(throws: ConfigurationError(field: field, rule: rule)) { try load(json) }
+    }
+
+    @Test func serverKeyComesFromFlagFileThenEnvironmentThenConfigFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ccsd-key-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let flagFile = directory.appendingPathComponent("flag").path
+        let configFile = directory.appendingPathComponent("config").path
+        try "flag-key\n".write(toFile: flagFile, atomically: true, encoding: .utf8)
+        try "config-key".write(toFile: configFile, atomically: true, encoding: .utf8)
+        var c = Configuration()
+        c.serverKeyFile = configFile
+        try c.loadServerKey(flagFile: flagFile, environment: ["CCSD_SERVER_KEY": "env-key"])
+        #expect(c.serverKey.revealed == "flag-key")
+        try c.loadServerKey(flagFile: nil, environment: ["CCSD_SERVER_KEY": "env-key"])
+        #expect(c.serverKey.revealed == "env-key")
+        try c.loadServerKey(flagFile: nil, environment: [:])
+        #expect(c.serverKey.revealed == "config-key")
+        #expect(throws: ConfigurationError(field: "server_key_file", rule: "cannot read /nonexistent/key")) {
+            try c.loadServerKey(flagFile: "/nonexistent/key", environment: [:])
+        }
+    }
+
+    @Test func serverKeyNeverPrints() throws {
+        var c = Configuration()
+        c.senderID = "42"
+        c.serverKey = Secret("AAAA-super-secret")
+        #expect(!"\(c)".contains("super-secret"))
+        #expect(!String(reflecting: c).contains("super-secret"))
+        #expect(!"\(c.serverKey)".contains("super-secret"))
+    }
+
+    @Test func runNeedsSenderAndKey() {
+        var c = Configuration()
+        #expect(throws: ConfigurationError(field: "sender_id", rule: "required (config file or --sender-id)")) { try c.validateForRun() }
+        c.senderID = "42"
+        #expect(throws: ConfigurationError(field: "server_key", rule: "required: set server_key_file, --server-key-file, or CCSD_SERVER_KEY")) { try c.validateForRun() }
+    }
+}
+
+@Suite struct RunOptionsTests {
+    @Test func flagsParseAndOverrideTheFile() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ccsd-opt-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("c.json").path
+        try #"{"sender_id":"1","connections":2,"primary_endpoint":"a:1"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let options = try RunOptions.parse(["--config", config, "--endpoint", "h:5235", "--endpoint", "[::1]:5236",
+                                            "--sender-id", "77", "--connections", "3", "--input", "in", "--events", "out", "--exit-when-done"])
+        #expect(options.exitWhenDone)
+        let c = try options.configuration(environment: ["CCSD_SERVER_KEY": "k"])
+        #expect(c.senderID == "77")
+        #expect(c.connections == 3)
+        #expect(c.endpoints == [Endpoint(host: "h", port: 5235), Endpoint(host: "::1", port: 5236)])
+        #expect(c.serverKey.revealed == "k")
+    }
+
+    @Test(arguments: [
+        (["--endpoint", "nope"], "--endpoint", "must be HOST:PORT with a port from 1 to 65535, got \"nope\""),
+        (["--connections", "0"], "--connections", "must be an integer from 1 to 1000, got \"0\""),
+        (["--conections", "2"], "--conections", "unknown option (did you mean --connections?)"),
+        (["--input"], "--input", "needs a value"),
+        (["--log-level", "loud"], "--log-level", "must be one of debug, info, warning, error, got \"loud\""),
+    ])
+    func badFlagsNameTheFlag(arguments: [String], field: String, rule: String) {
+        #expect(throws: ConfigurationError(field: field, rule: rule)) { try RunOptions.parse(arguments) }
+    }
+}
