@@ -1,19 +1,10 @@
 import CCS
 import Foundation
 import Testing
+import XMLStream
 
-/// SplitMix64: a small seeded generator, so failures reproduce from the seed.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+/// Seeded so that failures reproduce from the seed.
+typealias SeededGenerator = SplitMix64
 
 /// Random valid downstream messages (within the ccs-protocol.md §3 rules).
 struct MessageGenerator {
@@ -81,7 +72,7 @@ struct MessageGenerator {
         default: target = .condition(condition())
         }
         var m = DownstreamMessage(target: target)
-        if chance(70) { m.messageID = "m-" + text() }
+        if chance(70) { m.messageID = "m-" + String(text().unicodeScalars.filter { $0.value >= 0x20 && $0.value != 0x7F }) }
         if chance(30) { m.collapseKey = text() }
         if chance(30) { m.priority = chance(50) ? .high : .normal }
         if chance(30) { m.contentAvailable = chance(50) }
@@ -127,6 +118,34 @@ struct DownstreamRoundTripTests {
             let written = (message.data.map { JSONValue.object($0.mapValues { .string($0) }).serialized().utf8.count } ?? 0)
                 + (message.notification.map { JSONValue.object($0).serialized().utf8.count } ?? 0)
             #expect(message.payloadByteCount == written)
+        }
+    }
+
+    /// model → JSON → stanza → parse → model: the XML-escaped JSON inside `<gcm>` comes back unchanged,
+    /// explicit time_to_live 0 included, and the stanza id equals the message_id (ccs-protocol.md §2).
+    @Test(arguments: [5, 6] as [UInt64])
+    func randomValidMessagesSurviveTheStanzaRoundTrip(seed: UInt64) throws {
+        var generator = MessageGenerator(rng: SeededGenerator(seed: seed))
+        let parser = XMLStreamParser()
+        var stanzas: [XMLElement] = []
+        try parser.feed(XMLWriter.streamHeader(to: "gcm.googleapis.com")) { if case .stanza(let s) = $0 { stanzas.append(s) } }
+        for index in 0..<300 {
+            var message = generator.message()
+            if index % 7 == 0 { message.timeToLive = 0 }
+            message = message.withMessageID(message.messageID ?? "gen-\(seed)-\(index)")
+            let stanza = CCSStanza.downstream(messageID: message.messageID!, json: message.jsonString())
+            stanzas.removeAll()
+            // Split the stanza at a random point, as a network read would.
+            let bytes = Array(stanza.utf8)
+            let cut = Int.random(in: 0...bytes.count, using: &generator.rng)
+            try parser.feed(Array(bytes[..<cut])) { if case .stanza(let s) = $0 { stanzas.append(s) } }
+            try parser.feed(Array(bytes[cut...])) { if case .stanza(let s) = $0 { stanzas.append(s) } }
+            let parsed = try #require(stanzas.first, "seed \(seed) #\(index): no stanza from \(stanza)")
+            #expect(parsed.attribute("id") == message.messageID)
+            let gcm = try #require(parsed.child("gcm", namespace: XMLNamespace.gcm))
+            let back = try DownstreamIntake.parse(line: gcm.text, now: Self.now).get()
+            #expect(back == message, "seed \(seed) #\(index)")
+            if message.timeToLive == 0 { #expect(gcm.text.contains("\"time_to_live\":0")) }
         }
     }
 }

@@ -120,6 +120,8 @@ struct DownstreamValidationTests {
         (#""time_to_live":600.5"#, "time_to_live", .timeToLive),
         (#""time_to_live":true"#, "time_to_live", .timeToLive),
         (#""message_id":7"#, "message_id", .type),
+        (#""message_id":"m\u0001x""#, "message_id", .messageID),
+        (#""message_id":"line\nbreak""#, "message_id", .messageID),
         (#""data":[]"#, "data", .type),
         (#""data":{"message_type":"x"}"#, "data.message_type", .reservedDataKey),
         (#""data":{"gcm":"x"}"#, "data.gcm", .reservedDataKey),

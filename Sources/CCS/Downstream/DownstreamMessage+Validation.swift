@@ -67,6 +67,12 @@ extension DownstreamIntake {
             guard !id.isEmpty else {
                 throw ValidationError(code: .messageID, field: "message_id", rule: "must be a non-empty string", value: "\"\"")
             }
+            // The message_id is also the stanza's id attribute (ccs-protocol.md §2), and XML 1.0 §2.2 cannot
+            // carry C0 control characters: refuse them rather than send an id CCS would echo back altered.
+            guard !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+                throw ValidationError(code: .messageID, field: "message_id",
+                                      rule: "must not contain control characters (U+0000-U+001F, U+007F)", value: ValidationError.render(value))
+            }
             message.messageID = id
         }
         if let value = object["collapse_key"] {
