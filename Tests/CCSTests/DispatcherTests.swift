@@ -456,3 +456,19 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(h.opened.count == 2)
     }
 }
+
+@Suite struct DispatcherMemoryTests {
+    /// Acked messages must not leave their time_to_live timers behind for weeks.
+    @Test func timersOfFinishedMessagesDoNotAccumulate() {
+        var dispatcher = Dispatcher(configuration: DispatcherConfiguration(endpoints: [primary], seed: 1), store: InMemoryMessageStore())
+        _ = dispatcher.start(now: 0)
+        _ = dispatcher.connectionReady(1, now: 0)
+        for i in 0..<50_000 {
+            let id = "m-\(i)"
+            _ = dispatcher.accept(MessageRecord(messageID: id, json: "{}", to: "t", rateKey: "t", acceptedAt: 0, timeToLive: 2_419_200), now: 0)
+            _ = dispatcher.received(.ack(.init(messageID: id)), on: 1, now: 0)
+        }
+        #expect(dispatcher.outstanding == 0)
+        #expect(dispatcher.timerCount <= 4097)
+    }
+}

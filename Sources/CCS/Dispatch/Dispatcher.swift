@@ -96,6 +96,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         places[record.messageID] = .queued
         readyQueue.push(record.messageID)
         timers.schedule(at: record.expiresAt, .expiry(record.messageID))
+        compactTimersIfNeeded()
         var actions: [DispatcherAction] = [.event(.accepted(messageID: record.messageID))]
         pump(now: now, actions: &actions)
         return actions
@@ -238,6 +239,19 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         shuttingDown = true
         return sessions.keys.sorted().map { .close(connection: $0) }
     }
+
+    /// Timers of messages that ended early (most end long before their time_to_live) stay in the heap
+    /// until due; drop them once they outnumber the live ones, so memory follows the outstanding count.
+    private mutating func compactTimersIfNeeded() {
+        guard timers.count > 4096, timers.count > 4 * store.count else { return }
+        timers.compact { timer in
+            if case .expiry(let messageID) = timer { return places[messageID] != nil }
+            return true
+        }
+    }
+
+    /// Timers held, live and stale (for tests of the memory bound).
+    var timerCount: Int { timers.count }
 
     // MARK: Outcomes
 

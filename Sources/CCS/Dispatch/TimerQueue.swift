@@ -39,6 +39,24 @@ struct TimerQueue<Payload: Sendable>: Sendable {
         return first.payload
     }
 
+    /// Drops every timer whose payload fails `keep`, then restores heap order. O(n).
+    mutating func compact(keeping keep: (Payload) -> Bool) {
+        heap.removeAll { !keep($0.payload) }
+        guard heap.count > 1 else { return }
+        for start in stride(from: heap.count / 2 - 1, through: 0, by: -1) {
+            var parent = start
+            while true {
+                let left = 2 * parent + 1, right = left + 1
+                var smallest = parent
+                if left < heap.count, less(left, smallest) { smallest = left }
+                if right < heap.count, less(right, smallest) { smallest = right }
+                if smallest == parent { break }
+                heap.swapAt(parent, smallest)
+                parent = smallest
+            }
+        }
+    }
+
     private func less(_ a: Int, _ b: Int) -> Bool {
         heap[a].due < heap[b].due || (heap[a].due == heap[b].due && heap[a].seq < heap[b].seq)
     }
