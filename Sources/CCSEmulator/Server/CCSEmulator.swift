@@ -21,6 +21,10 @@ public final class CCSEmulator: @unchecked Sendable {
     public struct ClientAck: Sendable, Equatable {
         public var connection: Int
         public var messageID: String
+        public init(connection: Int, messageID: String) {
+            self.connection = connection
+            self.messageID = messageID
+        }
     }
 
     /// A snapshot of one live connection.
