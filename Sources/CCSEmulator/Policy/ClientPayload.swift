@@ -1,0 +1,52 @@
+import CCS
+import XMLStream
+
+/// A `<message>` from the client, read as CCS reads it (ccs-protocol.md §2–3).
+public enum ClientPayload: Sendable, Equatable {
+    /// A downstream message to answer with an ack or nack.
+    case downstream(Downstream)
+    /// The client's ACK of an upstream message or receipt (`message_type` `ack`).
+    case ack(messageID: String)
+    /// Anything else with a `message_type` (a client NACK of upstream, which CCS forbids; unknown types).
+    case otherType(String)
+    /// CCS cannot read it: answer with a stanza error carrying `text` (§3).
+    case unreadable(id: String?, echoedPayload: String, text: String)
+    /// A `<message>` without a `gcm` child in `google:mobile:data`, or of type error: not CCS traffic.
+    case notCCS
+
+    public struct Downstream: Sendable, Equatable {
+        public var messageID: String
+        /// The `to` (token, notification key, `/topics/…`), or the `condition`; nil when neither is given.
+        public var target: String?
+        public var deliveryReceiptRequested: Bool
+    }
+
+    /// The text of the stanza error for a payload without a message_id, as CCS words it.
+    public static let missingMessageIDText = "InvalidJson: JSON_PARSING_ERROR : Missing Required Field: message_id"
+
+    /// Classifies one `<message>` stanza from the client.
+    public static func classify(_ stanza: XMLElement) -> ClientPayload {
+        guard stanza.attribute("type") != "error", let gcm = stanza.child("gcm", namespace: XMLNamespace.gcm) else {
+            return .notCCS
+        }
+        let id = stanza.attribute("id")
+        let text = gcm.text.trimmingXMLWhitespace()
+        guard let value = try? JSONValue.parse(text), let object = value.objectValue else {
+            return .unreadable(id: id, echoedPayload: text, text: "InvalidJson: JSON_PARSING_ERROR : Unexpected character or not a JSON object")
+        }
+        if let type = object["message_type"] {
+            guard let type = type.stringValue else { return .otherType(type.serialized()) }
+            if type == "ack", let messageID = object["message_id"]?.stringValue, !messageID.isEmpty {
+                return .ack(messageID: messageID)
+            }
+            return .otherType(type)
+        }
+        guard let messageID = object["message_id"]?.stringValue, !messageID.isEmpty else {
+            return .unreadable(id: id, echoedPayload: text, text: missingMessageIDText)
+        }
+        return .downstream(Downstream(
+            messageID: messageID,
+            target: object["to"]?.stringValue ?? object["condition"]?.stringValue,
+            deliveryReceiptRequested: object["delivery_receipt_requested"]?.boolValue ?? false))
+    }
+}

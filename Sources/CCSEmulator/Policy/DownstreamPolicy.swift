@@ -1,0 +1,88 @@
+import CCS
+
+/// Decides the ack or nack for one downstream message attempt (ccs-protocol.md §3–4). Pure apart from
+/// its seeded generator.
+///
+/// Order: a missing target → nack INVALID_JSON; the first matching `NackRule` (by `to` prefix; rules with
+/// `firstAttemptOnly` nack attempt 1 only); then `nackRate` → SERVICE_UNAVAILABLE; then an ack, which is a
+/// device-group ack for a `to` starting with `group-` (`success` 2, `failure` 1,
+/// `failed_registration_ids` `["failed-member-of-TO"]`) and carries `registration_id` `canonical-TO`
+/// for a `to` starting with `canon-`.
+public struct DownstreamPolicy: Sendable {
+    public enum Outcome: Sendable, Equatable {
+        /// Ack; `json` is the ack payload.
+        case ack(json: String)
+        /// Nack with `code`; `json` is the nack payload.
+        case nack(code: String, json: String)
+
+        public var json: String {
+            switch self {
+            case .ack(let json), .nack(_, let json): json
+            }
+        }
+    }
+
+    public var rules: [NackRule]
+    /// Probability 0...1 of SERVICE_UNAVAILABLE for a message no rule matched.
+    public var nackRate: Double
+    private var random: SeededRandom
+
+    public init(rules: [NackRule], nackRate: Double, seed: UInt64) {
+        self.rules = rules
+        self.nackRate = nackRate
+        self.random = SeededRandom(seed: seed)
+    }
+
+    /// The outcome of attempt number `attempt` (1 = first time this message_id arrived) of a message.
+    public mutating func decide(messageID: String, target: String?, attempt: Int) -> Outcome {
+        guard let target else {
+            return .nack(code: "INVALID_JSON", json: Self.nack(messageID: messageID, from: nil, code: "INVALID_JSON",
+                                                               description: "Missing Required Field: to"))
+        }
+        if let rule = rules.first(where: { target.hasPrefix($0.prefix) }) {
+            if !rule.firstAttemptOnly || attempt <= 1 {
+                return .nack(code: rule.code, json: Self.nack(messageID: messageID, from: target, code: rule.code,
+                                                              description: Self.describe(rule.code, target)))
+            }
+        } else if nackRate > 0, random.nextUnit() < nackRate {
+            return .nack(code: "SERVICE_UNAVAILABLE", json: Self.nack(
+                messageID: messageID, from: target, code: "SERVICE_UNAVAILABLE",
+                description: Self.describe("SERVICE_UNAVAILABLE", target)))
+        }
+        var ack = OrderedJSON()
+        ack.add("from", target)
+        ack.add("message_id", messageID)
+        ack.add("message_type", "ack")
+        if target.hasPrefix("group-") {
+            ack.add("success", .int(2))
+            ack.add("failure", .int(1))
+            ack.add("failed_registration_ids", .array([.string("failed-member-of-\(target)")]))
+        }
+        if target.hasPrefix("canon-") {
+            ack.add("registration_id", "canonical-\(target)")
+        }
+        return .ack(json: ack.text)
+    }
+
+    /// `{"message_type":"nack","message_id":ID,"from":TO,"error":CODE,"error_description":"…"}` (§3).
+    public static func nack(messageID: String, from: String?, code: String, description: String) -> String {
+        var nack = OrderedJSON()
+        nack.add("message_type", "nack")
+        nack.add("message_id", messageID)
+        if let from { nack.add("from", from) }
+        nack.add("error", code)
+        nack.add("error_description", description)
+        return nack.text
+    }
+
+    static func describe(_ code: String, _ target: String) -> String {
+        switch code {
+        case "BAD_REGISTRATION": "Invalid token on 'to' field: \(target)"
+        case "DEVICE_UNREGISTERED": "Device unregistered: \(target)"
+        case "SERVICE_UNAVAILABLE": "Service temporarily unavailable, please retry"
+        case "DEVICE_MESSAGE_RATE_EXCEEDED": "Too many messages for device \(target)"
+        case "CONNECTION_DRAINING": "Connection is draining, please resend on another connection"
+        default: "\(code) (emulated)"
+        }
+    }
+}

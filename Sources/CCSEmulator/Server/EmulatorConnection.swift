@@ -1,0 +1,159 @@
+import TLS
+import XMLStream
+
+/// One client connection to the emulator: TLS, a stream parser, the server negotiation, and the CCS
+/// per-connection state. Confined to the emulator's loop; the `CCSEmulator` performs the CCS logic.
+final class EmulatorConnection: TLSConnectionDelegate {
+    /// Where the connection is; draining is a state (style.md §3), not a flag.
+    enum Phase: Equatable {
+        /// TLS handshake or XMPP negotiation in progress.
+        case negotiating
+        /// Bound: CCS traffic flows both ways.
+        case ready
+        /// CONNECTION_DRAINING sent: new downstream messages are nacked, in-flight ones are still acked,
+        /// the stream closes when the grace timer fires.
+        case draining
+        /// The emulator ended the stream (or aborted); nothing more is sent or processed.
+        case closing
+        /// TLS is closed; the emulator forgot this connection.
+        case closed
+
+        var name: String {
+            switch self {
+            case .negotiating: "negotiating"
+            case .ready: "ready"
+            case .draining: "draining"
+            case .closing: "closing"
+            case .closed: "closed"
+            }
+        }
+    }
+
+    let id: Int
+    let tls: TLSConnection
+    private let parser: XMLStreamParser
+    var negotiation: ServerNegotiation
+    private(set) var phase: Phase = .negotiating
+    private unowned let emulator: CCSEmulator
+    var jid: String?
+
+    /// Downstream messages received here and not yet acked/nacked by the emulator.
+    var unacked = 0
+    /// Upstream messages sent here and not yet ACKed by the client: message_id → (order, JSON).
+    var pendingUpstream: [String: (sequence: Int, json: String)] = [:]
+    /// Receipts sent here and not yet ACKed: their `dr2:` message_ids.
+    var pendingReceipts: Set<String> = []
+    var loginTimer: TimerHandle?
+    var drainTimer: TimerHandle?
+
+    init(id: Int, tls: TLSConnection, configuration: EmulatorConfiguration, emulator: CCSEmulator) {
+        self.id = id
+        self.tls = tls
+        self.emulator = emulator
+        self.parser = XMLStreamParser(limits: configuration.limits)
+        self.negotiation = ServerNegotiation(senderID: configuration.senderID, serverKey: configuration.serverKey,
+                                             jidDomain: configuration.jidDomain, connectionTag: String(id))
+    }
+
+    /// Whether downstream replies and upstream traffic may still be written.
+    var isOpenForTraffic: Bool { phase == .ready || phase == .draining }
+
+    // MARK: Output
+
+    /// Writes `text`; a client that stopped reading (write buffer full) is dropped.
+    func write(_ text: String) {
+        guard phase != .closing, phase != .closed else { return }
+        do {
+            try tls.write(text)
+        } catch {
+            if error.kind == .writeBufferFull {
+                emulator.log("client stopped reading; dropping the connection", connection: id)
+                abort()
+            }
+        }
+    }
+
+    /// Ends the stream: optional `<stream:error>`, `</stream:stream>`, then a clean TLS close (RFC 6120 §4.4, §4.9).
+    func closeStream(condition: String?, text: String? = nil) {
+        guard phase != .closing, phase != .closed else { return }
+        var out = ""
+        if let condition { out += XMLWriter.streamError(condition: condition, text: text) }
+        out += XMLWriter.streamFooter
+        write(out)
+        enterClosing()
+        tls.close()
+    }
+
+    /// Drops the connection without close_notify.
+    func abort() {
+        guard phase != .closed else { return }
+        enterClosing()
+        tls.abort()
+    }
+
+    func becomeReady() {
+        if phase == .negotiating { phase = .ready }
+    }
+
+    func startDraining(grace: Double, onGraceOver: @escaping () -> Void) {
+        guard phase == .ready else { return }
+        phase = .draining
+        write(ServerStanzas.connectionDraining)
+        drainTimer = tls.eventLoop.schedule(after: grace, onGraceOver)
+    }
+
+    private func enterClosing() {
+        phase = .closing
+        loginTimer?.cancel()
+        drainTimer?.cancel()
+    }
+
+    // MARK: TLSConnectionDelegate
+
+    func tlsConnectionDidBecomeReady(_ connection: TLSConnection) {}
+
+    func tlsConnection(_ connection: TLSConnection, didReceive bytes: UnsafeRawBufferPointer) {
+        guard phase != .closing, phase != .closed else { return }
+        do {
+            try parser.feed(bytes) { event in
+                guard phase != .closing, phase != .closed else { return }
+                let actions: [ServerNegotiation.Action]
+                switch event {
+                case .streamStart(let header): actions = negotiation.streamStarted(header)
+                case .stanza(let stanza): actions = negotiation.stanzaReceived(stanza)
+                case .streamEnd: actions = negotiation.streamEnded()
+                }
+                perform(actions)
+            }
+        } catch {
+            emulator.xmlError(on: self, error)
+            closeStream(condition: error.streamErrorCondition)
+        }
+    }
+
+    func tlsConnection(_ connection: TLSConnection, didCloseWith error: TLSError?) {
+        guard phase != .closed else { return }
+        phase = .closed
+        loginTimer?.cancel()
+        drainTimer?.cancel()
+        emulator.connectionClosed(self, error: error)
+    }
+
+    private func perform(_ actions: [ServerNegotiation.Action]) {
+        for action in actions {
+            guard phase != .closing, phase != .closed else { return }
+            switch action {
+            case .send(let text): write(text)
+            case .resetParser: parser.reset()
+            case .authenticated: emulator.authenticated(self)
+            case .authenticationFailed(let reason): emulator.authenticationFailed(self, reason: reason)
+            case .bound(let jid):
+                self.jid = jid
+                emulator.bound(self)
+            case .deliver(let stanza): emulator.received(stanza, on: self)
+            case .unknownStanza(let stanza): emulator.unknownStanza(stanza, on: self)
+            case .close(let condition, let text): closeStream(condition: condition, text: text)
+            }
+        }
+    }
+}
