@@ -50,6 +50,8 @@ public protocol XMPPClientDelegate: AnyObject {
 
 /// The driver of one XMPP client stream: it owns the TLS connection, the streaming parser, the
 /// negotiation state machine and the keepalive, and performs what they decide. Confined to its loop.
+///
+/// The owner must keep a strong reference until `didEndWith`: the TLS connection holds its delegate weakly.
 public final class XMPPClient: TLSConnectionDelegate {
     public let configuration: XMPPClientConfiguration
     public let loop: EventLoop
@@ -66,7 +68,6 @@ public final class XMPPClient: TLSConnectionDelegate {
     private var closeTimer: TimerHandle?
     private var ended = false
     private var closingLocally = false
-    private var pendingEvents: [XMLStreamEvent] = []
 
     public init(configuration: XMPPClientConfiguration, tag: Int = 0, on loop: EventLoop, delegate: XMPPClientDelegate?) {
         self.configuration = configuration
@@ -150,16 +151,22 @@ public final class XMPPClient: TLSConnectionDelegate {
         guard !ended else { return }
         keepalive?.received(at: XMPPClient.now())
         do {
-            try parser.feed(bytes) { pendingEvents.append($0) }
+            // Events are handled as they come, so a stream restart (parser.reset() inside the handler)
+            // applies to the very next byte of this read (RFC 6120 §6.4.6).
+            try parser.feed(bytes) { event in
+                guard !ended else { return }
+                switch event {
+                case .streamStart(let header): perform(negotiation.streamStarted(header))
+                case .stanza(let stanza): perform(negotiation.stanzaReceived(stanza))
+                case .streamEnd: perform(negotiation.streamEnded())
+                }
+            }
         } catch {
-            // Deliver what parsed before the fault, then close with the matching stream error (RFC 6120 §4.9.3).
-            handlePendingEvents()
+            // What parsed before the fault was handled; close with the matching stream error (RFC 6120 §4.9.3).
             guard !ended else { return }
             _ = try? connection.write(XMLWriter.streamError(condition: error.streamErrorCondition, text: nil) + XMLWriter.streamFooter)
             perform(negotiation.failExternally(XMPPError(.invalidXML, condition: error.streamErrorCondition, message: error.message)))
-            return
         }
-        handlePendingEvents()
     }
 
     public func tlsConnection(_ connection: TLSConnection, didCloseWith error: TLSError?) {
@@ -174,20 +181,6 @@ public final class XMPPClient: TLSConnectionDelegate {
 
     // MARK: Driving the state machine
 
-    private func handlePendingEvents() {
-        var index = 0
-        while index < pendingEvents.count, !ended {
-            let event = pendingEvents[index]
-            index += 1
-            switch event {
-            case .streamStart(let header): perform(negotiation.streamStarted(header))
-            case .stanza(let stanza): perform(negotiation.stanzaReceived(stanza))
-            case .streamEnd: perform(negotiation.streamEnded())
-            }
-        }
-        pendingEvents.removeAll(keepingCapacity: true)
-    }
-
     private func perform(_ actions: [StreamNegotiation.Action]) {
         for action in actions {
             guard !ended else { return }
@@ -195,9 +188,7 @@ public final class XMPPClient: TLSConnectionDelegate {
             case .sendStreamHeader(let to):
                 send(raw: XMLWriter.streamHeader(to: to))
             case .restartStream(let to):
-                // RFC 6120 §6.4.6: a fresh parser for the new stream. Events queued after <success/> belong
-                // to the old stream; a server sends nothing more before our new header.
-                pendingEvents.removeAll(keepingCapacity: true)
+                // RFC 6120 §6.4.6: a fresh parser for the new stream, from the next byte on.
                 parser.reset()
                 send(raw: XMLWriter.streamHeader(to: to))
             case .send(let element):
