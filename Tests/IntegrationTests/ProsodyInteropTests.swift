@@ -57,7 +57,8 @@ import XMPP
         let loop = EventLoop(label: "prosody-interop")
         let recorder = Recorder()
         let client = connect(server, loop: loop, recorder: recorder)
-        guard await waitUntil("login", on: loop, { recorder.jid != nil || recorder.ended != nil }) else { return }
+        let loggedIn = await waitUntil("login", timeout: 15) { loop.submitAndWait { recorder.jid != nil || recorder.ended != nil } }
+        guard loggedIn else { return }
         let jid = try #require(loop.submitAndWait { recorder.jid }, "login failed: \(String(describing: loop.submitAndWait { recorder.ended }))")
         #expect(jid == "\(server.user)@\(server.domain)/ccsd-interop")
 
@@ -65,9 +66,9 @@ import XMPP
         loop.submitAndWait {
             _ = client.value.send(raw: "<iq type='get' id='interop-ping-1' to='\(server.domain)'><ping xmlns='urn:xmpp:ping'/></iq>")
         }
-        await waitUntil("ping result", on: loop) {
+        await waitUntil("ping result", timeout: 15) { loop.submitAndWait {
             recorder.stanzas.contains { $0.is("iq", XMLNamespace.client) && $0.attribute("id") == "interop-ping-1" && $0.attribute("type") == "result" }
-        }
+        } }
 
         // A message to our own full JID comes back, text intact (Prosody writes &quot; and single quotes).
         let body = "ccsd <interop> & \"quotes\" 'apostrophes' 😀"
@@ -77,15 +78,15 @@ import XMPP
                                      children: [XMLElement(name: "body", namespace: XMLNamespace.client, text: body)])
             _ = client.value.send(message)
         }
-        await waitUntil("message back", on: loop) {
+        await waitUntil("message back", timeout: 15) { loop.submitAndWait {
             recorder.stanzas.contains { $0.is("message", XMLNamespace.client) && $0.attribute("id") == "self-1" }
-        }
+        } }
         let echoed = loop.submitAndWait { recorder.stanzas.first { $0.attribute("id") == "self-1" } }
         #expect(echoed?.child("body", namespace: XMLNamespace.client)?.text == body)
         #expect(echoed?.attribute("from") == jid)
 
         loop.submitAndWait { client.value.close() }
-        await waitUntil("clean close", on: loop) { recorder.ended != nil }
+        await waitUntil("clean close", timeout: 15) { loop.submitAndWait { recorder.ended != nil } }
         #expect(loop.submitAndWait { recorder.ended?.kind } == .closedLocally)
     }
 
@@ -95,7 +96,7 @@ import XMPP
         let recorder = Recorder()
         let client = connect(server, password: "wrong-password", loop: loop, recorder: recorder)
         defer { withExtendedLifetime(client) {} }
-        await waitUntil("auth failure", on: loop) { recorder.ended != nil }
+        await waitUntil("auth failure", timeout: 15) { loop.submitAndWait { recorder.ended != nil } }
         let error = try #require(loop.submitAndWait { recorder.ended })
         #expect(error.kind == .authenticationFailed)
         #expect(error.condition == "not-authorized")

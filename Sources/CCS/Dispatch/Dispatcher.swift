@@ -79,7 +79,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         var actions: [DispatcherAction] = []
         for index in 0..<configuration.connections {
             slots.append(Slot(endpointIndex: 0))
-            open(slot: index, actions: &actions)
+            open(slot: index, initial: true, actions: &actions)
         }
         return actions
     }
@@ -380,14 +380,17 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         open(slot: slotIndex, actions: &actions)
     }
 
-    private mutating func open(slot index: Int, actions: inout [DispatcherAction]) {
+    /// Opens a connection for a slot; every open but the first ones is reported as `reconnecting`.
+    private mutating func open(slot index: Int, initial: Bool = false, actions: inout [DispatcherAction]) {
         let id = nextConnectionID
         nextConnectionID += 1
         let endpoint = configuration.endpoints[slots[index].endpointIndex]
         slots[index].connection = id
         slotOfConnection[id] = index
         sessions[id] = CCSSession(id: id, endpoint: endpoint, windowCapacity: configuration.window)
-        actions.append(.event(.connection(id: id, endpoint: endpoint, state: .reconnecting, reason: nil)))
+        if !initial {
+            actions.append(.event(.connection(id: id, endpoint: endpoint, state: .reconnecting, reason: nil)))
+        }
         actions.append(.open(connection: id, endpoint: endpoint))
     }
 
