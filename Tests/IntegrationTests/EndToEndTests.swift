@@ -1,0 +1,148 @@
+import CCS
+import CCSEmulator
+import Daemon
+import Foundation
+import Testing
+
+/// ccsd end to end against the emulator over real TLS on loopback (issue 3 §9).
+@Suite(.serialized) struct EndToEndTests {
+    @Test func drainFailoverUnderLoadLosesNothing() async throws {
+        // Acks take 150 ms and the drain grace is 30 ms, so messages are still in flight when the server
+        // closes the draining stream: they must be resent elsewhere with the same message_id.
+        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 150; $0.drainGraceMilliseconds = 30 },
+                                daemon: { $0.connections = 2 })
+        defer { run.stop(); run.cleanUp() }
+        let ids = (0..<2000).map { "m-\($0)" }
+        run.send(DaemonRun.messages(2000))
+        run.endInput()
+        await waitUntil("load under way", timeout: 20) { run.emulator.stats().acked >= 300 }
+        let drained = try run.emulator.drain()
+        await waitUntil("ccsd done", timeout: 60) { run.exited != nil }
+        #expect(run.exited == 0)
+        let finals = run.finalCounts
+        #expect(Set(finals.keys) == Set(ids))
+        #expect(finals.values.allSatisfy { $0 == 1 }, "a message was final more than once")
+        #expect(Set(run.events("acked").compactMap { $0["message_id"]?.stringValue }) == Set(ids))
+        let stats = run.emulator.stats()
+        #expect(stats.flowControlViolations == 0)
+        #expect(stats.maxUnackedObserved <= 100)
+        #expect(stats.duplicateMessageIDs == 0)
+        #expect(stats.resends > 0, "the drain should have left messages in flight to resend")
+        // The draining connection was reported, and a replacement opened on the secondary endpoint.
+        let connections = run.events("connection")
+        #expect(connections.contains { $0["id"] == .int(Int64(drained)) && $0["state"] == .string("draining") })
+        let secondary = ":\(run.emulator.ports[1])"
+        #expect(connections.contains { $0["state"] == .string("connected") && ($0["endpoint"]?.stringValue?.hasSuffix(secondary) ?? false) })
+    }
+
+    @Test func connectionKilledWithFullWindowResendsAllAndAcksThem() async throws {
+        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 2000 }, daemon: { $0.connections = 1 })
+        defer { run.stop(); run.cleanUp() }
+        run.send(DaemonRun.messages(100, prefix: "k"))
+        run.endInput()
+        await waitUntil("100 pending", timeout: 20) { run.emulator.stats().downstreamReceived >= 100 }
+        #expect(run.emulator.stats().maxUnackedObserved == 100)
+        try run.emulator.disconnect()
+        await waitUntil("ccsd done", timeout: 60) { run.exited != nil }
+        #expect(run.exited == 0)
+        #expect(run.events("acked").count == 100)
+        #expect(run.finalCounts.values.allSatisfy { $0 == 1 })
+        let stats = run.emulator.stats()
+        #expect(stats.resends == 100)
+        #expect(stats.flowControlViolations == 0)
+        #expect(stats.duplicateMessageIDs == 0)
+    }
+
+    @Test func flowControlIsNeverExceeded() async throws {
+        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 5 }, daemon: { $0.connections = 2 })
+        defer { run.stop(); run.cleanUp() }
+        run.send(DaemonRun.messages(3000, prefix: "f"))
+        run.endInput()
+        await waitUntil("ccsd done", timeout: 60) { run.exited != nil }
+        let stats = run.emulator.stats()
+        #expect(stats.acked == 3000)
+        #expect(stats.flowControlViolations == 0)
+        #expect(stats.maxUnackedObserved <= 100)
+        #expect(stats.maxUnackedObserved > 10, "the window should have been used")
+    }
+
+    @Test func upstreamArrivesByteExactAndIsAckedAfterHandover() async throws {
+        let run = try DaemonRun(exitWhenDone: false)
+        defer { run.stop(); run.cleanUp() }
+        await waitUntil("logged in", timeout: 20) { run.emulator.stats().authenticated >= 1 }
+        let sent = try run.emulator.sendUpstream(count: 3)
+        await waitUntil("upstream ACKed", timeout: 20) { run.emulator.stats().upstreamAcked == 3 }
+        let upstream = run.events("upstream")
+        #expect(upstream.compactMap { $0["message_id"]?.stringValue } == sent.messageIDs)
+        for event in upstream {
+            #expect(event["data"]?["text"] == .string(CCSEmulator.upstreamText))
+            #expect(event["category"] == .string("com.example.app"))
+        }
+        // ACKed on the connection they arrived on.
+        #expect(run.emulator.clientAcks().filter { sent.messageIDs.contains($0.messageID) }.allSatisfy { $0.connection == sent.connection })
+    }
+
+    @Test func receiptsAreReportedAndAckedWithTheirDr2ID() async throws {
+        let run = try DaemonRun(exitWhenDone: false)
+        defer { run.stop(); run.cleanUp() }
+        run.send([#"{"to":"tok-r","message_id":"r-1","data":{"a":"b"},"delivery_receipt_requested":true}"#])
+        await waitUntil("receipt ACKed", timeout: 20) { run.emulator.stats().receiptsAcked == 1 }
+        #expect(run.emulator.clientAcks().contains { $0.messageID == "dr2:r-1" })
+        let receipt = try #require(run.events("receipt").first)
+        #expect(receipt["message_id"] == .string("dr2:r-1"))
+        #expect(receipt["original_message_id"] == .string("r-1"))
+        #expect(receipt["status"] == .string("MESSAGE_SENT_TO_DEVICE"))
+    }
+
+    @Test func outcomesRetriesAndInvalidTokensAreReported() async throws {
+        let run = try DaemonRun()
+        defer { run.stop(); run.cleanUp() }
+        run.send([
+            #"{"to":"flaky-1","message_id":"o-flaky","data":{"a":"b"}}"#,
+            #"{"to":"bad-1","message_id":"o-bad","data":{"a":"b"}}"#,
+            #"{"to":"rate-1","message_id":"o-rate","data":{"a":"b"}}"#,
+            #"{"to":"canon-1","message_id":"o-canon","data":{"a":"b"}}"#,
+            #"{"to":"ok-1","message_id":"o-zero","data":{"a":"b"},"time_to_live":0}"#,
+            #"{"to":"ok-2","data":{"a":"b"}}"#,
+            #"{"to":"ok-3","message_id":"o-bad-field","time_to_life":5}"#,
+        ])
+        run.endInput()
+        await waitUntil("ccsd done", timeout: 30) { run.exited != nil }
+        let nacks = run.events("nacked")
+        #expect(nacks.contains { $0["message_id"] == .string("o-flaky") && $0["error"] == .string("SERVICE_UNAVAILABLE") && $0["final"] == .bool(false) })
+        #expect(nacks.contains { $0["message_id"] == .string("o-rate") && $0["error"] == .string("DEVICE_MESSAGE_RATE_EXCEEDED") && $0["final"] == .bool(false) })
+        #expect(nacks.contains { $0["message_id"] == .string("o-bad") && $0["error"] == .string("BAD_REGISTRATION") && $0["final"] == .bool(true) && $0["invalid_token"] == .bool(true) })
+        let acked = run.events("acked")
+        let ackedIDs = Set(acked.compactMap { $0["message_id"]?.stringValue })
+        #expect(ackedIDs.isSuperset(of: ["o-flaky", "o-rate", "o-canon", "o-zero"]))
+        #expect(acked.first { $0["message_id"] == .string("o-canon") }?["registration_id"] == .string("canonical-canon-1"))
+        // A message without a message_id got one, and ended like the rest.
+        let assigned = run.events("accepted").compactMap { $0["message_id"]?.stringValue }.filter { !$0.hasPrefix("o-") }
+        #expect(assigned.count == 1)
+        #expect(run.finalCounts[assigned[0]] == 1)
+        // The invalid line was rejected on its field and never reached the emulator.
+        let rejected = try #require(run.events("rejected").first)
+        #expect(rejected["field"] == .string("time_to_life"))
+        #expect(rejected["message_id"] == .string("o-bad-field"))
+        #expect(run.emulator.stats().downstreamReceived == 6 + 2)  // six valid messages, two retried once
+    }
+
+    @Test func authenticationFailureStopsWithAClearErrorAndNoStorm() async throws {
+        let run = try DaemonRun(key: "not-the-key", daemon: { $0.connections = 2 })
+        defer { run.stop(); run.cleanUp() }
+        run.send(DaemonRun.messages(3, prefix: "a"))
+        await waitUntil("ccsd stops", timeout: 20) { run.exited != nil }
+        #expect(run.exited == 3)
+        // Each connection tried once; nothing retried after the failure.
+        let failuresAtStop = run.emulator.stats().authFailures
+        #expect(failuresAtStop >= 1 && failuresAtStop <= 2)
+        try await Task.sleep(for: .milliseconds(1500))
+        #expect(run.emulator.stats().authFailures == failuresAtStop)
+        // Every accepted message was told its fate.
+        for id in ["a-0", "a-1", "a-2"] where run.events("accepted").contains(where: { $0["message_id"] == .string(id) }) {
+            #expect(run.finalCounts[id] == 1)
+        }
+        // The key is in no event.
+        #expect(!((try? String(contentsOfFile: run.eventsPath, encoding: .utf8)) ?? "").contains("not-the-key"))
+    }
+}
