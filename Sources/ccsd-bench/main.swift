@@ -185,6 +185,7 @@ print("ccsd-bench: \(options.messages) messages, ack latency \(options.ackLatenc
 print("| connections | acked | msgs/s | p50 ms | p99 ms | ccsd CPU s/10k | ccsd peak RSS MiB | emulator CPU s/10k | emulator peak RSS MiB | flow-control violations |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 }
+fflush(nil)
 var failed = false
 for connections in options.connections {
     // Children's usage accumulates: run each configuration in its own process so the numbers stay apart.
@@ -207,6 +208,7 @@ for connections in options.connections {
                      r.ccsdCPU * per10k, Double(r.ccsdPeakKiB) / 1024, r.emulatorCPU * per10k,
                      Double(r.emulatorPeakKiB) / 1024, r.violations))
         failed = failed || r.acked != r.messages
+        fflush(nil)
     } catch {
         print("error: \(error)")
         failed = true
