@@ -40,28 +40,28 @@ public enum JSONValue: Sendable, Equatable {
 
     /// Converts a Foundation JSON object (from `JSONSerialization`) to a `JSONValue`.
     public init(foundation value: Any) {
-        switch value {
-        case let string as String:
+        // Containers and strings are tested first: casting a Swift dictionary or array to NSNumber would
+        // bridge it to an NSDictionary/NSArray just to fail, which dominated intake cost in profiles.
+        if let string = value as? String {
             self = .string(string)
-        case let number as NSNumber:
-            // On Linux, booleans arrive as NSNumber with objCType "c"; integers as "i"/"l"/"q".
-            let type = String(cString: number.objCType)
-            if type == "c" || type == "B" {
-                self = .bool(number.boolValue)
-            } else if type == "d" || type == "f" {
-                let double = number.doubleValue
-                self = .double(double)
-            } else {
-                self = .int(number.int64Value)
-            }
-        case let array as [Any]:
-            self = .array(array.map { JSONValue(foundation: $0) })
-        case let dictionary as [String: Any]:
+        } else if let dictionary = value as? [String: Any] {
             var object: [String: JSONValue] = [:]
             object.reserveCapacity(dictionary.count)
             for (key, element) in dictionary { object[key] = JSONValue(foundation: element) }
             self = .object(object)
-        default:
+        } else if let array = value as? [Any] {
+            self = .array(array.map { JSONValue(foundation: $0) })
+        } else if let number = value as? NSNumber {
+            // On Linux, booleans arrive as NSNumber with objCType "c"; integers as "i"/"l"/"q".
+            let type = number.objCType.pointee
+            if type == 0x63 || type == 0x42 {  // "c", "B"
+                self = .bool(number.boolValue)
+            } else if type == 0x64 || type == 0x66 {  // "d", "f"
+                self = .double(number.doubleValue)
+            } else {
+                self = .int(number.int64Value)
+            }
+        } else {
             self = .null
         }
     }

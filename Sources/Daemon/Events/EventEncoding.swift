@@ -1,7 +1,8 @@
 import CCS
 
 extension DispatcherEvent {
-    /// The event as one JSON object with an `event` field (issue 3 §7, "Outlet").
+    /// The event as one JSON object with an `event` field, keys in alphabetical order, then a newline
+    /// (issue 3 §7, "Outlet").
     ///
     /// Shapes: `accepted {message_id}`, `rejected {message_id?, field, error}`,
     /// `acked {message_id, to, registration_id?, success?, failure?, failed_registration_ids?}`,
@@ -9,71 +10,90 @@ extension DispatcherEvent {
     /// `expired {message_id}`, `upstream {message_id, from, category, data}`,
     /// `receipt {message_id, original_message_id, status, device_registration_id}`,
     /// `connection {id, endpoint, state, reason?}`. Upstream `data` is written back exactly as received.
+    /// Written field by field (two events per message pass through here).
     public func jsonLine() -> String {
-        var fields: [String: JSONValue] = [:]
-        let name: String
+        var line = EventLine()
         switch self {
         case .accepted(let messageID):
-            name = "accepted"
-            fields["message_id"] = .string(messageID)
+            line.field("event", "accepted")
+            line.field("message_id", messageID)
         case .rejected(let messageID, let field, let error):
-            name = "rejected"
-            if let messageID { fields["message_id"] = .string(messageID) }
-            fields["field"] = .string(field)
-            fields["error"] = .string(error)
+            line.field("error", error)
+            line.field("event", "rejected")
+            line.field("field", field)
+            if let messageID { line.field("message_id", messageID) }
         case .acked(let messageID, let to, let canonical, let group):
-            name = "acked"
-            fields["message_id"] = .string(messageID)
-            fields["to"] = .string(to)
-            if let canonical { fields["registration_id"] = .string(canonical) }
-            group?.add(to: &fields)
+            line.field("event", "acked")
+            if let group {
+                line.field("failed_registration_ids", .array(group.failedRegistrationIDs.map(JSONValue.string)))
+                line.field("failure", .int(Int64(group.failure)))
+            }
+            line.field("message_id", messageID)
+            if let canonical { line.field("registration_id", canonical) }
+            if let group { line.field("success", .int(Int64(group.success))) }
+            line.field("to", to)
         case .nacked(let messageID, let error, let description, let final, let invalidToken, let group):
-            name = "nacked"
-            fields["message_id"] = .string(messageID)
-            fields["error"] = .string(error)
-            fields["description"] = description.map(JSONValue.string) ?? .null
-            fields["final"] = .bool(final)
-            fields["invalid_token"] = .bool(invalidToken)
-            group?.add(to: &fields)
+            line.field("description", description.map(JSONValue.string) ?? .null)
+            line.field("error", error)
+            line.field("event", "nacked")
+            if let group {
+                line.field("failed_registration_ids", .array(group.failedRegistrationIDs.map(JSONValue.string)))
+                line.field("failure", .int(Int64(group.failure)))
+            }
+            line.field("final", .bool(final))
+            line.field("invalid_token", .bool(invalidToken))
+            line.field("message_id", messageID)
+            if let group { line.field("success", .int(Int64(group.success))) }
         case .expired(let messageID):
-            name = "expired"
-            fields["message_id"] = .string(messageID)
+            line.field("event", "expired")
+            line.field("message_id", messageID)
         case .upstream(let upstream):
-            name = "upstream"
-            fields["message_id"] = .string(upstream.messageID)
-            fields["from"] = .string(upstream.from)
-            fields["category"] = upstream.category.map(JSONValue.string) ?? .null
-            fields["data"] = upstream.data
+            line.field("category", upstream.category.map(JSONValue.string) ?? .null)
+            line.field("data", upstream.data)
+            line.field("event", "upstream")
+            line.field("from", upstream.from)
+            line.field("message_id", upstream.messageID)
         case .receipt(let receipt):
-            name = "receipt"
-            fields["message_id"] = .string(receipt.messageID)
-            fields["original_message_id"] = receipt.originalMessageID.map(JSONValue.string) ?? .null
-            fields["status"] = receipt.status.map(JSONValue.string) ?? .null
-            fields["device_registration_id"] = receipt.deviceRegistrationID.map(JSONValue.string) ?? .null
+            line.field("device_registration_id", receipt.deviceRegistrationID.map(JSONValue.string) ?? .null)
+            line.field("event", "receipt")
+            line.field("message_id", receipt.messageID)
+            line.field("original_message_id", receipt.originalMessageID.map(JSONValue.string) ?? .null)
+            line.field("status", receipt.status.map(JSONValue.string) ?? .null)
         case .connection(let id, let endpoint, let state, let reason):
-            name = "connection"
-            fields["id"] = .int(Int64(id))
-            fields["endpoint"] = .string(endpoint.description)
-            fields["state"] = .string(state.rawValue)
-            if let reason { fields["reason"] = .string(reason) }
+            line.field("endpoint", endpoint.description)
+            line.field("event", "connection")
+            line.field("id", .int(Int64(id)))
+            if let reason { line.field("reason", reason) }
+            line.field("state", state.rawValue)
         }
-        var line = "{\"event\":"
-        JSONValue.writeString(name, to: &line)
-        for key in fields.keys.sorted() {
-            line += ","
-            JSONValue.writeString(key, to: &line)
-            line += ":"
-            fields[key]!.write(to: &line)
-        }
-        line += "}\n"
-        return line
+        return line.finish()
     }
 }
 
-extension GroupOutcome {
-    func add(to fields: inout [String: JSONValue]) {
-        fields["success"] = .int(Int64(success))
-        fields["failure"] = .int(Int64(failure))
-        fields["failed_registration_ids"] = .array(failedRegistrationIDs.map(JSONValue.string))
+/// Builds one compact JSON object; callers add keys in the order they want them written.
+private struct EventLine {
+    private var text = "{"
+
+    init() { text.reserveCapacity(128) }
+
+    mutating func field(_ key: String, _ value: String) {
+        separator(key)
+        JSONValue.writeString(value, to: &text)
+    }
+
+    mutating func field(_ key: String, _ value: JSONValue) {
+        separator(key)
+        value.write(to: &text)
+    }
+
+    private mutating func separator(_ key: String) {
+        if text.utf8.count > 1 { text += "," }
+        JSONValue.writeString(key, to: &text)
+        text += ":"
+    }
+
+    consuming func finish() -> String {
+        text += "}\n"
+        return text
     }
 }

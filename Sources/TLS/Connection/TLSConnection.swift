@@ -50,7 +50,8 @@ public final class TLSConnection {
     private var state: State
     private var socket: SocketHandle?
     private var engine: TLSEngine?
-    private var pendingPlaintext = ByteQueue()   // written before the handshake completed
+    private var pendingPlaintext = ByteQueue()   // written and not yet encrypted (before the handshake, or this loop turn)
+    private var plaintextFlushScheduled = false
     private var outbound = ByteQueue()           // ciphertext the socket did not take yet
     private var timer: TimerHandle?              // connect, handshake or close-grace deadline
     private var candidates: [SocketAddress] = []
@@ -118,19 +119,31 @@ public final class TLSConnection {
             throw TLSError(.writeBufferFull, host: host,
                            reason: "\(buffered) bytes buffered; \(bytes.count) more would exceed the bound of \(maxBufferedWriteBytes) bytes")
         }
-        if state == .ready, let engine {
-            do {
-                try engine.writePlaintext(bytes)
-            } catch {
-                finish(error)
-                throw error
-            }
-            collectCiphertext()
-            flushOutbound(fromWritableEvent: false)
-        } else {
-            pendingPlaintext.append(bytes)
+        pendingPlaintext.append(bytes)
+        if state == .ready, !plaintextFlushScheduled {
+            // Coalesce: every write of this loop turn goes out as few TLS records and one send().
+            plaintextFlushScheduled = true
+            let me = UncheckedSendable(self)
+            eventLoop.execute { me.value.flushPendingPlaintext() }
         }
         if bufferedBytes > maxBufferedWriteBytes / 2 { wantsDrainNotification = true }
+    }
+
+    /// Encrypts the plaintext queued by `write` and hands it to the socket.
+    private func flushPendingPlaintext() {
+        plaintextFlushScheduled = false
+        guard state == .ready || state == .closing, !pendingPlaintext.isEmpty, let engine else { return }
+        var failure: TLSError?
+        pendingPlaintext.consume { bytes in
+            do throws(TLSError) { try engine.writePlaintext(bytes) } catch { failure = error }
+            return bytes.count
+        }
+        if let failure {
+            finish(failure)
+            return
+        }
+        collectCiphertext()
+        flushOutbound(fromWritableEvent: false)
     }
 
     /// Queues `string` as UTF-8; see `write(_:)` for the errors.
@@ -529,6 +542,7 @@ public final class TLSConnection {
     // MARK: Closing
 
     private func beginClosing() {
+        flushPendingPlaintext()  // what was written before close() goes out before close_notify
         state = .closing
         timer?.cancel()
         timer = eventLoop.schedule(after: Self.closeGraceSeconds) { [weak self] in self?.closeGraceExpired() }
