@@ -63,4 +63,21 @@ import TLS
         #expect(error?.kind == .certificateVerificationFailed)
         #expect(error?.reason.contains("unable to get local issuer certificate") == true)
     }
+
+    /// A CA bundle rotated in place is read again on the next connect (no stale cached trust).
+    @Test func rotatedCAFileIsReadAgain() async throws {
+        let old = try Fixtures.make()
+        let new = try Fixtures.make()
+        let shared = try writeTemporary(old.ca.certificatePEM)
+        let (first, _) = try await failure(server: new.server, client: old.client { $0.caFile = shared })
+        #expect(first?.kind == .certificateVerificationFailed)
+        // Replace the bundle's content (a different size and time): the new server is now trusted.
+        try (new.ca.certificatePEM + "\n").write(toFile: shared, atomically: true, encoding: .utf8)
+        let loop = EventLoop(label: "test.rotate")
+        let server = try ServerHarness(loop: loop, configuration: new.server, recorder: Recorder())
+        defer { server.stop() }
+        let recorder = Recorder()
+        _ = try await connectClient(loop, host: "localhost", port: server.port, configuration: new.client { $0.caFile = shared }, recorder: recorder)
+        #expect(try await recorder.log.readyOrFailure() == nil)
+    }
 }

@@ -1,4 +1,5 @@
 import COpenSSL
+import Glibc
 import Synchronization
 
 /// An OpenSSL `SSL_CTX`: the settings shared by many `TLSEngine`s of one role.
@@ -89,9 +90,15 @@ public final class TLSContext: @unchecked Sendable {
     private static let clientCache = Mutex<[String: TLSContext]>([:])
 
     /// The shared client context for `configuration.caFile` (one per CA file, or one for the system store),
-    /// made on first use. The CA file is read once per process: restart to pick up a changed bundle.
+    /// made on first use. A CA file that changed (size or modification time) is read again on the next
+    /// connect, so a rotated bundle takes effect without a restart.
     static func cachedClient(configuration: TLSClientConfiguration) throws(TLSError) -> TLSContext {
-        let key = configuration.caFile.map { "file:" + $0 } ?? "system"
+        var key = "system"
+        if let caFile = configuration.caFile {
+            var info = stat()
+            let version = stat(caFile, &info) == 0 ? "\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec):\(info.st_ino)" : "missing"
+            key = "file:\(caFile)@\(version)"
+        }
         if let hit = clientCache.withLock({ $0[key] }) { return hit }
         let made = try client(configuration: configuration)
         return clientCache.withLock { cache in
