@@ -34,15 +34,18 @@ let package = Package(
         .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator"]),
         .executableTarget(name: "ccsd-bench", dependencies: ["Daemon", "CCSEmulator"]),
 
+        // The shared downstream corpus (../shared/corpus) for the unit and end-to-end tests.
+        .target(name: "CorpusFixtures", dependencies: ["CCS"], path: "Tests/CorpusFixtures"),
+
         // Unit tests: no sockets.
         .testTarget(name: "XMLStreamTests", dependencies: ["XMLStream"]),
         .testTarget(name: "XMPPTests", dependencies: ["XMPP", "XMLStream"]),
-        .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "XMPP"]),
+        .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "XMPP", "CorpusFixtures"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS"]),
         // Integration tests: real TLS on loopback against the emulator and Prosody.
         .testTarget(name: "IntegrationTests",
-                    dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon"]),
+                    dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,59 +1,10 @@
 import CCS
+import CorpusFixtures
 import Foundation
 import Testing
 
-/// One line of ../shared/corpus/downstream.jsonl (see its README): an intake line and what validation must say.
-struct CorpusCase: Sendable, CustomTestStringConvertible {
-    var number: Int
-    var name: String
-    /// The intake line: the `message` object as JSON text, or the `raw` text.
-    var line: String
-    var valid: Bool
-    var field: String?
-    var rule: String?
-
-    var testDescription: String { "line \(number): \(name)" }
-}
-
-enum DownstreamCorpus {
-    /// `<repo>/../shared/corpus/downstream.jsonl`, found from this source file (Tests/CCSTests/ → repo root).
-    static let url: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("../shared/corpus/downstream.jsonl").standardizedFileURL
-
-    /// The cases, or the reason they could not be read.
-    static let loaded: Result<[CorpusCase], CorpusError> = load()
-
-    /// The cases for parameterized tests; empty when the file is missing (then `corpusIsReadable` fails).
-    static var cases: [CorpusCase] { (try? loaded.get()) ?? [] }
-
-    struct CorpusError: Error, CustomStringConvertible { var description: String }
-
-    static func load() -> Result<[CorpusCase], CorpusError> {
-        guard let text = try? String(contentsOf: url, encoding: .utf8) else {
-            return .failure(CorpusError(description: "cannot read the downstream corpus at \(url.path): the repository must be cloned with shared/ as a sibling directory"))
-        }
-        var cases: [CorpusCase] = []
-        for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: true).enumerated() {
-            guard case .object(let entry)? = try? JSONValue.parse(String(line)),
-                  let name = entry["name"]?.stringValue, let expect = entry["expect"]?.objectValue,
-                  let valid = expect["valid"]?.boolValue else {
-                return .failure(CorpusError(description: "corpus line \(index + 1) is not a {name, message|raw, expect} object"))
-            }
-            let intake: String
-            if let message = entry["message"] {
-                intake = message.serialized()
-            } else if let raw = entry["raw"]?.stringValue {
-                intake = raw
-            } else {
-                return .failure(CorpusError(description: "corpus line \(index + 1) has neither message nor raw"))
-            }
-            cases.append(CorpusCase(
-                number: index + 1, name: name, line: intake, valid: valid,
-                field: expect["field"]?.stringValue, rule: expect["rule"]?.stringValue))
-        }
-        return .success(cases)
-    }
+extension CorpusCase: CustomTestStringConvertible {
+    public var testDescription: String { description }
 }
 
 @Suite("Downstream corpus")

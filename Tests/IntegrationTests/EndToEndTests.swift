@@ -3,6 +3,7 @@ import CCSEmulator
 import Daemon
 import Foundation
 import Testing
+import CorpusFixtures
 
 /// ccsd end to end against the emulator over real TLS on loopback (issue 3 §9).
 @Suite(.serialized) struct EndToEndTests {
@@ -144,5 +145,30 @@ import Testing
         }
         // The key is in no event.
         #expect(!((try? String(contentsOfFile: run.eventsPath, encoding: .utf8)) ?? "").contains("not-the-key"))
+    }
+}
+
+/// Issue 4's "done when": every corpus line gives its expected result through `ccsd run`, and invalid
+/// messages never reach the server.
+@Suite struct CorpusEndToEndTests {
+    @Test func everyCorpusLineGivesItsExpectedResultThroughCCSD() async throws {
+        let cases = try DownstreamCorpus.loaded.get()
+        let run = try DaemonRun()
+        defer { run.stop(); run.cleanUp() }
+        run.send(cases.map(\.line))
+        run.endInput()
+        await waitUntil("ccsd done", timeout: 30) { run.exited != nil }
+        #expect(run.exited == 0)
+        let rejected = run.events("rejected")
+        let invalid = cases.filter { !$0.valid }
+        #expect(rejected.count == invalid.count)
+        // Rejections come in input order; each names the field the corpus expects.
+        for (entry, event) in zip(invalid, rejected) {
+            #expect(event["field"] == .string(entry.field ?? ""), "\(entry)")
+        }
+        let valid = cases.filter(\.valid).count
+        #expect(run.events("accepted").count == valid)
+        #expect(run.events("acked").count == valid)
+        #expect(run.emulator.stats().downstreamReceived == valid)
     }
 }
