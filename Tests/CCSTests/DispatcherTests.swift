@@ -269,7 +269,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         h.accept("m-1")
         h.accept("m-1")
         #expect(h.events.last == .rejected(messageID: "m-1", field: "message_id",
-                                          error: "duplicate message_id: a message with this id is still outstanding"))
+                                          error: "message_id: must be unique among outstanding messages (got a duplicate)", line: nil))
         #expect(h.sends.count == 1)
     }
 
@@ -470,5 +470,39 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         }
         #expect(dispatcher.outstanding == 0)
         #expect(dispatcher.timerCount <= 4097)
+    }
+}
+
+@Suite struct DispatcherGracefulStopTests {
+    @Test func closedIntakeRejectsNewMessagesAndKeepsOutstandingOnes() {
+        var dispatcher = Dispatcher(configuration: DispatcherConfiguration(endpoints: [primary], seed: 1), store: InMemoryMessageStore())
+        _ = dispatcher.start(now: 0)
+        _ = dispatcher.connectionReady(1, now: 0)
+        _ = dispatcher.accept(MessageRecord(messageID: "a", json: "{}", to: "t", rateKey: "t", acceptedAt: 0, timeToLive: 60), now: 0)
+        dispatcher.closeIntake()
+        let refused = dispatcher.accept(MessageRecord(messageID: "b", json: "{}", to: "t", rateKey: "t", acceptedAt: 0, timeToLive: 60), now: 0, line: 7)
+        #expect(refused == [.event(.rejected(messageID: "b", field: "", error: "ccsd is shutting down; the message was not accepted", line: 7))])
+        #expect(dispatcher.outstanding == 1)
+        #expect(dispatcher.received(.ack(.init(messageID: "a")), on: 1, now: 1).contains(.event(.acked(messageID: "a", to: "t", canonicalRegistrationID: nil, group: nil))))
+    }
+
+    @Test func abandonedMessagesEndOnceAsShutdownSayingWhetherTheyWereSent() {
+        var dispatcher = Dispatcher(configuration: DispatcherConfiguration(endpoints: [primary], window: 1, seed: 1), store: InMemoryMessageStore())
+        _ = dispatcher.start(now: 0)
+        _ = dispatcher.connectionReady(1, now: 0)
+        for id in ["sent", "queued"] {
+            _ = dispatcher.accept(MessageRecord(messageID: id, json: "{}", to: "t", rateKey: "t", acceptedAt: 0, timeToLive: 60), now: 0)
+        }
+        let actions = dispatcher.abandonOutstanding()
+        #expect(actions.count == 2)
+        for case .event(.nacked(let id, let error, let description, let final, _, _)) in actions {
+            #expect(error == "SHUTDOWN")
+            #expect(final)
+            #expect(description?.contains(id == "sent" ? "may or may not" : "not delivered") == true)
+        }
+        #expect(dispatcher.outstanding == 0)
+        #expect(dispatcher.abandonOutstanding().isEmpty)
+        // A late ack for the abandoned message changes nothing.
+        #expect(!dispatcher.received(.ack(.init(messageID: "sent")), on: 1, now: 1).contains { if case .event = $0 { true } else { false } })
     }
 }

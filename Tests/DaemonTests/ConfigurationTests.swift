@@ -76,7 +76,7 @@ import Testing
         #expect(c.serverKey.revealed == "env-key")
         try c.loadServerKey(flagFile: nil, environment: [:])
         #expect(c.serverKey.revealed == "config-key")
-        #expect(throws: ConfigurationError(field: "server_key_file", rule: "cannot read /nonexistent/key")) {
+        #expect(throws: ConfigurationError(field: "server_key_file", rule: "cannot read /nonexistent/key: No such file or directory")) {
             try c.loadServerKey(flagFile: "/nonexistent/key", environment: [:])
         }
     }
@@ -113,6 +113,18 @@ import Testing
         #expect(c.connections == 3)
         #expect(c.endpoints == [Endpoint(host: "h", port: 5235), Endpoint(host: "::1", port: 5236)])
         #expect(c.serverKey.revealed == "k")
+    }
+
+    @Test func helpIsAnOptionNotAnError() throws {
+        #expect(try RunOptions.parse(["--help"]).help)
+        #expect(try RunOptions.parse(["-h"]).help)
+        #expect(CCSDCommand.main(["run", "--help"]) == 0)
+    }
+
+    @Test func unreadableFilesSayWhy() {
+        #expect(throws: ConfigurationError(field: "--config", rule: "cannot read /nonexistent/c.json: No such file or directory")) {
+            try RunOptions.parse(["--config", "/nonexistent/c.json"]).configuration(environment: [:])
+        }
     }
 
     @Test(arguments: [

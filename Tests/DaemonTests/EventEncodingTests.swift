@@ -36,7 +36,7 @@ import Testing
     @Test func everyKindHasItsName() throws {
         let events: [(DispatcherEvent, String)] = [
             (.accepted(messageID: "a"), "accepted"),
-            (.rejected(messageID: nil, field: "to", error: "e"), "rejected"),
+            (.rejected(messageID: nil, field: "to", error: "e", line: 3), "rejected"),
             (.expired(messageID: "a"), "expired"),
             (.receipt(.init(messageID: "dr2:a", from: "gcm.googleapis.com", originalMessageID: "a", status: "S", deviceRegistrationID: "t", category: nil)), "receipt"),
             (.connection(id: 3, endpoint: Endpoint(host: "h", port: 5235), state: .draining, reason: nil), "connection"),

@@ -148,6 +148,39 @@ import CorpusFixtures
     }
 }
 
+/// SIGTERM: no new messages, outstanding ones get the grace, the rest end as SHUTDOWN (never silently).
+@Suite(.serialized) struct GracefulStopTests {
+    @Test func inFlightMessagesFinishWithinTheGrace() async throws {
+        let run = try DaemonRun(exitWhenDone: false, emulator: { $0.ackLatencyMilliseconds = 300 },
+                                daemon: { $0.shutdownGraceSeconds = 5 })
+        defer { run.stop(); run.cleanUp() }
+        run.send(DaemonRun.messages(50, prefix: "g"))
+        await waitUntil("in flight", timeout: 20) { run.emulator.stats().downstreamReceived == 50 }
+        let daemon = run.daemon
+        run.loop.execute { daemon.finish(code: 0) }
+        await waitUntil("ccsd exits", timeout: 20) { run.exited != nil }
+        #expect(run.exited == 0)
+        #expect(run.events("acked").count == 50)
+        #expect(run.events("nacked").isEmpty)
+    }
+
+    @Test func whatTheGraceCannotFinishEndsAsShutdown() async throws {
+        let run = try DaemonRun(exitWhenDone: false, emulator: { $0.ackLatencyMilliseconds = 10_000 },
+                                daemon: { $0.shutdownGraceSeconds = 0.3; $0.window = 20 })
+        defer { run.stop(); run.cleanUp() }
+        run.send(DaemonRun.messages(50, prefix: "s"))
+        await waitUntil("window full", timeout: 20) { run.emulator.stats().downstreamReceived == 20 }
+        let daemon = run.daemon
+        run.loop.execute { daemon.finish(code: 0) }
+        await waitUntil("ccsd exits", timeout: 20) { run.exited != nil }
+        let nacks = run.events("nacked")
+        #expect(nacks.count == 50)
+        #expect(nacks.allSatisfy { $0["error"] == .string("SHUTDOWN") && $0["final"] == .bool(true) })
+        #expect(run.finalCounts.count == 50)
+        #expect(run.finalCounts.values.allSatisfy { $0 == 1 })
+    }
+}
+
 /// Issue 4's "done when": every corpus line gives its expected result through `ccsd run`, and invalid
 /// messages never reach the server.
 @Suite struct CorpusEndToEndTests {
@@ -165,6 +198,7 @@ import CorpusFixtures
         // Rejections come in input order; each names the field the corpus expects.
         for (entry, event) in zip(invalid, rejected) {
             #expect(event["field"] == .string(entry.field ?? ""), "\(entry)")
+            #expect(event["line"] == .int(Int64(entry.number)), "\(entry)")
         }
         let valid = cases.filter(\.valid).count
         #expect(run.events("accepted").count == valid)

@@ -55,7 +55,10 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
     private var dedupe: UpstreamDeduplicator
     private var random: SplitMix64
     private var nextConnectionID = 1
+    /// No more reconnects: connections are being closed.
     private var shuttingDown = false
+    /// No new messages: a graceful stop is finishing what is outstanding.
+    private var intakeClosed = false
 
     public init(configuration: DispatcherConfiguration, store: Store) {
         precondition(!configuration.endpoints.isEmpty, "at least one endpoint")
@@ -84,14 +87,18 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         return actions
     }
 
-    /// Takes a validated message. A message_id that is still outstanding is rejected.
-    public mutating func accept(_ record: MessageRecord, now: Double) -> [DispatcherAction] {
+    /// Takes a validated message. A message_id that is still outstanding is rejected, and so is every
+    /// message once the pool stopped or began shutting down. `line` is echoed in a rejection.
+    public mutating func accept(_ record: MessageRecord, now: Double, line: Int? = nil) -> [DispatcherAction] {
         if let stopReason {
-            return [.event(.rejected(messageID: record.messageID, field: "", error: "ccsd stopped: \(stopReason)"))]
+            return [.event(.rejected(messageID: record.messageID, field: "", error: "ccsd stopped: \(stopReason)", line: line))]
+        }
+        if shuttingDown || intakeClosed {
+            return [.event(.rejected(messageID: record.messageID, field: "", error: "ccsd is shutting down; the message was not accepted", line: line))]
         }
         guard store.insert(record) else {
             return [.event(.rejected(messageID: record.messageID, field: "message_id",
-                                     error: "duplicate message_id: a message with this id is still outstanding"))]
+                                     error: "message_id: must be unique among outstanding messages (got a duplicate)", line: line))]
         }
         places[record.messageID] = .queued
         readyQueue.push(record.messageID)
@@ -234,7 +241,29 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         return actions
     }
 
-    /// Closes every connection; no reconnects follow. Messages stay outstanding.
+    /// Refuses new messages from now on; outstanding ones carry on (a graceful stop, step 1).
+    public mutating func closeIntake() {
+        intakeClosed = true
+    }
+
+    /// Ends every outstanding message with a final `nacked` of error `SHUTDOWN` (a graceful stop whose
+    /// grace ran out, step 2), so the app knows which to send again. A message in flight may still have
+    /// reached CCS: the description says so.
+    public mutating func abandonOutstanding() -> [DispatcherAction] {
+        var actions: [DispatcherAction] = []
+        for messageID in places.keys.sorted() {
+            let inFlight: Bool = if case .inFlight = places[messageID] { true } else { false }
+            finish(messageID, event: .nacked(
+                messageID: messageID, error: "SHUTDOWN",
+                description: inFlight
+                    ? "ccsd stopped before CCS answered; the message may or may not have been delivered"
+                    : "ccsd stopped before sending the message; it was not delivered",
+                final: true, invalidToken: false, group: nil), actions: &actions)
+        }
+        return actions
+    }
+
+    /// Closes every connection; no reconnects follow. Messages stay outstanding (step 3).
     public mutating func shutdown() -> [DispatcherAction] {
         shuttingDown = true
         return sessions.keys.sorted().map { .close(connection: $0) }

@@ -39,7 +39,8 @@ public struct DispatcherConfiguration: Sendable, Equatable {
 /// What the app is told (one JSON line each on the events outlet).
 public enum DispatcherEvent: Sendable, Equatable {
     case accepted(messageID: String)
-    case rejected(messageID: String?, field: String, error: String)
+    /// `line` is the intake line number, when the message came from a line.
+    case rejected(messageID: String?, field: String, error: String, line: Int?)
     case acked(messageID: String, to: String, canonicalRegistrationID: String?, group: GroupOutcome?)
     /// `final` false means it will be retried. `invalidToken` marks errors that mean "remove this token".
     case nacked(messageID: String, error: String, description: String?, final: Bool, invalidToken: Bool, group: GroupOutcome?)

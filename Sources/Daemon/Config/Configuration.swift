@@ -23,6 +23,7 @@ import Foundation
 /// | `connect_timeout_seconds`, `handshake_timeout_seconds`, `login_timeout_seconds` | number > 0 | 10, 10, 20 |
 /// | `keepalive_seconds`, `dead_peer_seconds` | number > 0, dead > keepalive | 30, 90 |
 /// | `max_stanza_bytes` | integer 1024…16777216 | 1048576 |
+/// | `shutdown_grace_seconds` | number > 0 | 10 (on SIGTERM: time to finish outstanding messages) |
 ///
 /// The server key comes from `--server-key-file`, else the `CCSD_SERVER_KEY` environment variable, else
 /// `server_key_file`. It is held as a `Secret` and never printed.
@@ -47,6 +48,8 @@ public struct Configuration: Sendable {
     public var keepaliveSeconds = 30.0
     public var deadPeerSeconds = 90.0
     public var maxStanzaBytes = 1_048_576
+    /// Seconds a SIGTERM waits for outstanding messages to finish before they end as `SHUTDOWN`.
+    public var shutdownGraceSeconds = 10.0
 
     public init() {}
 
@@ -82,7 +85,7 @@ extension Configuration {
         "connections", "window", "max_attempts", "retry_initial_seconds", "retry_max_seconds",
         "rate_limit_initial_seconds", "rate_limit_max_seconds", "reconnect_initial_seconds", "reconnect_max_seconds",
         "upstream_dedupe_seconds", "connect_timeout_seconds", "handshake_timeout_seconds", "login_timeout_seconds",
-        "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes",
+        "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes", "shutdown_grace_seconds",
     ]
 
     /// Reads a configuration file's JSON text over the defaults.
@@ -133,6 +136,7 @@ extension Configuration {
         case "keepalive_seconds": keepaliveSeconds = try Self.seconds(key, value)
         case "dead_peer_seconds": deadPeerSeconds = try Self.seconds(key, value)
         case "max_stanza_bytes": maxStanzaBytes = try Self.integer(key, value, 1024...16_777_216)
+        case "shutdown_grace_seconds": shutdownGraceSeconds = try Self.seconds(key, value)
         default: throw ConfigurationError(field: key, rule: "unknown key")
         }
     }
@@ -175,9 +179,7 @@ extension Configuration {
         var source = "CCSD_SERVER_KEY"
         if let path = flagFile ?? (environment["CCSD_SERVER_KEY"] == nil ? serverKeyFile : nil) {
             source = path
-            guard let data = FileManager.default.contents(atPath: path) else {
-                throw ConfigurationError(field: "server_key_file", rule: "cannot read \(path)")
-            }
+            let data = try Configuration.readFile(path, field: "server_key_file")
             key = String(decoding: data, as: UTF8.self)
         } else {
             key = environment["CCSD_SERVER_KEY"]
@@ -187,6 +189,30 @@ extension Configuration {
             throw ConfigurationError(field: "server_key", rule: "\(source) is empty")
         }
         serverKey = Secret(trimmed)
+    }
+
+    /// The contents of `path`.
+    /// - Throws: `ConfigurationError` for `field`, with the system's reason ("No such file or directory").
+    public static func readFile(_ path: String, field: String) throws(ConfigurationError) -> Data {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else {
+            throw ConfigurationError(field: field, rule: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(fd) }
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 16 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw ConfigurationError(field: field, rule: "cannot read \(path): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { return data }
+            data.append(contentsOf: buffer[0..<count])
+            if data.count > 1 << 20 {
+                throw ConfigurationError(field: field, rule: "\(path) is larger than 1 MiB")
+            }
+        }
     }
 
     // MARK: Value rules

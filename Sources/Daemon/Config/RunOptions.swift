@@ -13,6 +13,8 @@ public struct RunOptions: Sendable, Equatable {
     public var events = "-"
     public var exitWhenDone = false
     public var logLevel = "info"
+    /// `-h`/`--help` was given: print the usage and exit 0.
+    public var help = false
 
     public init() {}
 
@@ -30,7 +32,8 @@ public struct RunOptions: Sendable, Equatable {
           --input FILE|-          downstream messages, one JSON object per line (default: stdin)
           --events FILE|-         where events go, one JSON object per line (default: stdout)
           --exit-when-done        exit 0 once the input has ended and every message is final
-          --log-level LEVEL       stderr log level (default: info)
+          --log-level LEVEL       stderr log level (default: info; debug adds one line per message)
+          -h, --help              this text
         """
 
     /// Parses the arguments after `run`.
@@ -67,6 +70,7 @@ public struct RunOptions: Sendable, Equatable {
             case "--input": options.input = try value(flag)
             case "--events": options.events = try value(flag)
             case "--exit-when-done": options.exitWhenDone = true
+            case "-h", "--help": options.help = true
             case "--log-level":
                 let text = try value(flag)
                 guard ["debug", "info", "warning", "error"].contains(text) else {
@@ -89,9 +93,7 @@ public struct RunOptions: Sendable, Equatable {
     public func configuration(environment: [String: String]) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration()
         if let configPath {
-            guard let data = FileManager.default.contents(atPath: configPath) else {
-                throw ConfigurationError(field: "--config", rule: "cannot read \(configPath)")
-            }
+            let data = try Configuration.readFile(configPath, field: "--config")
             try configuration.apply(fileContents: data, path: configPath)
         }
         if let first = endpoints.first {
@@ -106,8 +108,8 @@ public struct RunOptions: Sendable, Equatable {
         if let connections { configuration.connections = connections }
         try configuration.loadServerKey(flagFile: serverKeyFile, environment: environment)
         try configuration.validateForRun()
-        if let caFile = configuration.caFile, !FileManager.default.isReadableFile(atPath: caFile) {
-            throw ConfigurationError(field: "ca_file", rule: "cannot read \(caFile)")
+        if let caFile = configuration.caFile {
+            _ = try Configuration.readFile(caFile, field: "ca_file")
         }
         return configuration
     }

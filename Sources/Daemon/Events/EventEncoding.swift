@@ -4,7 +4,7 @@ extension DispatcherEvent {
     /// The event as one JSON object with an `event` field, keys in alphabetical order, then a newline
     /// (issue 3 §7, "Outlet").
     ///
-    /// Shapes: `accepted {message_id}`, `rejected {message_id?, field, error}`,
+    /// Shapes: `accepted {message_id}`, `rejected {message_id?, field, error, line?}`,
     /// `acked {message_id, to, registration_id?, success?, failure?, failed_registration_ids?}`,
     /// `nacked {message_id, error, description, final, invalid_token, failed_registration_ids?}`,
     /// `expired {message_id}`, `upstream {message_id, from, category, data}`,
@@ -17,10 +17,11 @@ extension DispatcherEvent {
         case .accepted(let messageID):
             line.field("event", "accepted")
             line.field("message_id", messageID)
-        case .rejected(let messageID, let field, let error):
+        case .rejected(let messageID, let field, let error, let number):
             line.field("error", error)
             line.field("event", "rejected")
             line.field("field", field)
+            if let number { line.field("line", .int(Int64(number))) }
             if let messageID { line.field("message_id", messageID) }
         case .acked(let messageID, let to, let canonical, let group):
             line.field("event", "acked")

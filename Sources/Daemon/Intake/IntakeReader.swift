@@ -115,7 +115,7 @@ public final class IntakeReader: @unchecked Sendable {
                 nextID += 1
                 message = message.withMessageID(idPrefix + String(nextID))
             }
-            return .message(message)
+            return .message(message, line: lineNumber)
         case .failure(let error):
             // Name the message in the event when the line has a readable message_id.
             let value = try? JSONValue.parse(data)

@@ -22,6 +22,9 @@ public final class Logger: Sendable {
         self.fd = fileDescriptor
     }
 
+    /// Whether `level` would be written; guard costly debug metadata with it.
+    public func isEnabled(_ level: Level) -> Bool { level >= minimum }
+
     public func debug(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.debug, message, metadata) }
     public func info(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.info, message, metadata) }
     public func warning(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.warning, message, metadata) }

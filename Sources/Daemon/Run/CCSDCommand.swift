@@ -30,6 +30,10 @@ public enum CCSDCommand {
         let outlet: EventOutlet
         do {
             options = try RunOptions.parse(arguments)
+            if options.help {
+                print(RunOptions.usage)
+                return 0
+            }
             configuration = try options.configuration(environment: ProcessInfo.processInfo.environment)
             outlet = try EventOutlet(path: options.events)
         } catch {

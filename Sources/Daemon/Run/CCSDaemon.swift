@@ -21,6 +21,7 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
     private var inputEnded = false
     private var exitWhenDone: Bool
     private var finishing = false
+    private var closing = false
     private var exitCode: Int32?
     private var onExit: (@Sendable (Int32) -> Void)?
     private var intakeResume: (() -> Void)?
@@ -61,7 +62,7 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
 
     /// One intake result from the reader thread: a valid message, or why line `line` was refused.
     public enum IntakeItem: Sendable {
-        case message(DownstreamMessage)
+        case message(DownstreamMessage, line: Int)
         case invalid(line: Int, messageID: String?, error: ValidationError)
     }
 
@@ -71,15 +72,14 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         let now = now()
         for item in items {
             switch item {
-            case .message(let message):
+            case .message(let message, let line):
                 let key = message.targetKey
                 let record = MessageRecord(
                     messageID: message.messageID!, json: message.jsonString(), to: key, rateKey: key,
                     acceptedAt: now, timeToLive: message.effectiveTimeToLive)
-                perform(dispatcher.accept(record, now: now), flush: false)
+                perform(dispatcher.accept(record, now: now, line: line), flush: false)
             case .invalid(let line, let messageID, let error):
-                logger.warning("message rejected", ["line": "\(line)", "field": error.field, "error": error.description])
-                emit(.rejected(messageID: messageID, field: error.field, error: error.description))
+                emit(.rejected(messageID: messageID, field: error.field, error: error.description, line: line))
             }
         }
         outlet.flush()
@@ -98,20 +98,36 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         checkDone()
     }
 
-    /// Closes everything and exits with `code` (SIGTERM, or done).
+    /// Stops gracefully and exits with `code` (SIGTERM, or done): no new messages; outstanding ones get
+    /// `shutdownGraceSeconds` to finish, then end as `SHUTDOWN`; then the streams close (bounded).
     public func finish(code: Int32) {
         loop.preconditionInEventLoop()
         guard !finishing else { return }
         finishing = true
         exitCode = code
-        if dispatcher.outstanding > 0 {
-            logger.error("exiting with messages not final", ["outstanding": "\(dispatcher.outstanding)"])
+        dispatcher.closeIntake()
+        if dispatcher.outstanding == 0 {
+            closeAndExit()
+            return
         }
+        logger.info("stopping: finishing outstanding messages", ["outstanding": "\(dispatcher.outstanding)",
+                                                                 "grace_seconds": "\(configuration.shutdownGraceSeconds)"])
+        _ = loop.schedule(after: configuration.shutdownGraceSeconds) { [weak self] in
+            guard let self, !self.closing else { return }
+            self.logger.error("shutdown grace over; messages not final end as SHUTDOWN", ["outstanding": "\(self.dispatcher.outstanding)"])
+            self.perform(self.dispatcher.abandonOutstanding())
+            self.closeAndExit()
+        }
+    }
+
+    /// Closes the streams and exits once they are closed, or after 3 s.
+    private func closeAndExit() {
+        guard !closing else { return }
+        closing = true
         perform(dispatcher.shutdown())
         if clients.isEmpty {
             exitNow()
         } else {
-            // Bounded: streams that do not close in time are dropped.
             _ = loop.schedule(after: 3) { [weak self] in self?.exitNow() }
         }
     }
@@ -130,6 +146,8 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         if exitWhenDone, inputEnded, !finishing, dispatcher.outstanding == 0 {
             logger.info("all messages final; closing")
             finish(code: 0)
+        } else if finishing, !closing, dispatcher.outstanding == 0 {
+            closeAndExit()
         }
     }
 
@@ -155,6 +173,7 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
                              ["sender_id": configuration.senderID, "jid": "\(configuration.senderID)@\(configuration.jidDomain)", "error": reason])
                 if exitCode == nil { exitCode = 3 }
                 finishing = true
+                closing = true
                 _ = loop.schedule(after: 0) { [weak self] in self?.exitAfterStop() }
             }
         }
@@ -173,8 +192,26 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
 
     private func emit(_ event: DispatcherEvent) {
         outlet.append(event.jsonLine())
-        if case .connection(let id, let endpoint, let state, let reason) = event {
+        switch event {
+        case .connection(let id, let endpoint, let state, let reason):
             logger.info("connection \(state.rawValue)", ["connection": "\(id)", "endpoint": endpoint.description, "reason": reason ?? ""])
+        case .rejected(let messageID, let field, let error, let line):
+            logger.warning("message rejected", ["line": line.map { "\($0)" } ?? "", "message_id": messageID ?? "",
+                                                "field": field, "error": error])
+        case .nacked(let messageID, let error, _, true, _, _):
+            logger.info("message failed", ["message_id": messageID, "error": error])
+        case .expired(let messageID):
+            logger.info("message expired", ["message_id": messageID])
+        case .nacked(let messageID, let error, _, false, _, _):
+            logger.debug("message will be retried", ["message_id": messageID, "error": error])
+        case .accepted(let messageID):
+            logger.debug("message accepted", ["message_id": messageID])
+        case .acked(let messageID, let to, _, _):
+            if logger.isEnabled(.debug) { logger.debug("message acked", ["message_id": messageID, "to": shortenedToken(to)]) }
+        case .upstream(let upstream):
+            if logger.isEnabled(.debug) { logger.debug("upstream", ["message_id": upstream.messageID, "from": shortenedToken(upstream.from)]) }
+        case .receipt(let receipt):
+            logger.debug("receipt", ["message_id": receipt.messageID])
         }
     }
 
@@ -246,7 +283,7 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
                 end = .lost(reason: error.description)
             }
             perform(dispatcher.connectionEnded(id, end, now: now()))
-            if finishing, clients.isEmpty, exitCode != nil { exitNow() }
+            if closing, clients.isEmpty, exitCode != nil { exitNow() }
         }
     }
 }
