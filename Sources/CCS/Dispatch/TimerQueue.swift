@@ -25,16 +25,7 @@ struct TimerQueue<Payload: Sendable>: Sendable {
         let last = heap.removeLast()
         if !heap.isEmpty {
             heap[0] = last
-            var parent = 0
-            while true {
-                let left = 2 * parent + 1, right = left + 1
-                var smallest = parent
-                if left < heap.count, less(left, smallest) { smallest = left }
-                if right < heap.count, less(right, smallest) { smallest = right }
-                if smallest == parent { break }
-                heap.swapAt(parent, smallest)
-                parent = smallest
-            }
+            siftDown(from: 0)
         }
         return first.payload
     }
@@ -43,17 +34,19 @@ struct TimerQueue<Payload: Sendable>: Sendable {
     mutating func compact(keeping keep: (Payload) -> Bool) {
         heap.removeAll { !keep($0.payload) }
         guard heap.count > 1 else { return }
-        for start in stride(from: heap.count / 2 - 1, through: 0, by: -1) {
-            var parent = start
-            while true {
-                let left = 2 * parent + 1, right = left + 1
-                var smallest = parent
-                if left < heap.count, less(left, smallest) { smallest = left }
-                if right < heap.count, less(right, smallest) { smallest = right }
-                if smallest == parent { break }
-                heap.swapAt(parent, smallest)
-                parent = smallest
-            }
+        for start in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(from: start) }
+    }
+
+    private mutating func siftDown(from index: Int) {
+        var parent = index
+        while true {
+            let left = 2 * parent + 1, right = left + 1
+            var smallest = parent
+            if left < heap.count, less(left, smallest) { smallest = left }
+            if right < heap.count, less(right, smallest) { smallest = right }
+            if smallest == parent { return }
+            heap.swapAt(parent, smallest)
+            parent = smallest
         }
     }
 

@@ -25,12 +25,12 @@ public struct DownstreamPolicy: Sendable {
     public var rules: [NackRule]
     /// Probability 0...1 of SERVICE_UNAVAILABLE for a message no rule matched.
     public var nackRate: Double
-    private var random: SeededRandom
+    private var random: SplitMix64
 
     public init(rules: [NackRule], nackRate: Double, seed: UInt64) {
         self.rules = rules
         self.nackRate = nackRate
-        self.random = SeededRandom(seed: seed)
+        self.random = SplitMix64(seed: seed)
     }
 
     /// The outcome of attempt number `attempt` (1 = first time this message_id arrived) of a message.
@@ -44,7 +44,7 @@ public struct DownstreamPolicy: Sendable {
                 return .nack(code: rule.code, json: Self.nack(messageID: messageID, from: target, code: rule.code,
                                                               description: Self.describe(rule.code, target)))
             }
-        } else if nackRate > 0, random.nextUnit() < nackRate {
+        } else if nackRate > 0, Double.random(in: 0..<1, using: &random) < nackRate {
             return .nack(code: "SERVICE_UNAVAILABLE", json: Self.nack(
                 messageID: messageID, from: target, code: "SERVICE_UNAVAILABLE",
                 description: Self.describe("SERVICE_UNAVAILABLE", target)))
