@@ -1,20 +1,24 @@
 /// Remembers upstream message_ids for a while so that a redelivered message is ACKed again but handed
 /// over only once (ccs-protocol.md §3: "Expect duplicates: deduplicate by message_id per sender ID").
 ///
-/// Entries live `window` seconds and at most `capacity` are kept (oldest dropped first), so memory is
-/// bounded whatever the peer sends.
+/// Entries live `window` seconds; at most `capacity` entries and `maxBytes` bytes of message_ids are kept
+/// (oldest dropped first), so memory is bounded whatever the peer sends, long ids included.
 public struct UpstreamDeduplicator: Sendable {
     /// Seconds a message_id is remembered. Default 600.
     public let window: Double
     /// The most message_ids remembered. Default 100,000.
     public let capacity: Int
+    /// The most UTF-8 bytes of message_ids remembered. Default 16 MiB.
+    public let maxBytes: Int
+    private var bytes = 0
     private var seenAt: [String: Double] = [:]
     private var order: [(id: String, at: Double)] = []
     private var head = 0
 
-    public init(window: Double = 600, capacity: Int = 100_000) {
+    public init(window: Double = 600, capacity: Int = 100_000, maxBytes: Int = 16 << 20) {
         self.window = window
         self.capacity = max(1, capacity)
+        self.maxBytes = max(1, maxBytes)
     }
 
     /// Records `messageID` at `now`; returns true when it is new (hand it over), false for a duplicate.
@@ -23,7 +27,8 @@ public struct UpstreamDeduplicator: Sendable {
         if seenAt[messageID] != nil { return false }
         seenAt[messageID] = now
         order.append((messageID, now))
-        if seenAt.count > capacity { dropOldest() }
+        bytes += messageID.utf8.count
+        while seenAt.count > capacity || (bytes > maxBytes && seenAt.count > 1) { dropOldest() }
         return true
     }
 
@@ -35,7 +40,10 @@ public struct UpstreamDeduplicator: Sendable {
 
     private mutating func dropOldest() {
         let entry = order[head]
-        if seenAt[entry.id] == entry.at { seenAt[entry.id] = nil }
+        if seenAt[entry.id] == entry.at {
+            seenAt[entry.id] = nil
+            bytes -= entry.id.utf8.count
+        }
         head += 1
         if head > 1024 && head * 2 > order.count {
             order.removeFirst(head)
