@@ -155,7 +155,8 @@ public struct StreamNegotiation: Sendable {
         }
         if stanza.is("failure", XMLNamespace.sasl) {
             let condition = stanza.children.first { $0.namespace == XMLNamespace.sasl && $0.name != "text" }?.name
-            let text = stanza.child("text", namespace: XMLNamespace.sasl)?.text ?? ""
+            // The server's text is shown, but never with our secret in it (a server may echo what it got).
+            let text = credentials.redactingSecrets(stanza.child("text", namespace: XMLNamespace.sasl)?.text ?? "")
             let detail = text.isEmpty ? "the server refused the credentials for \(credentials.bareJID)"
                 : "the server refused the credentials for \(credentials.bareJID): \(text)"
             return fail(.authenticationFailed, condition: condition ?? "not-authorized", message: detail)

@@ -43,4 +43,14 @@ public struct XMPPCredentials: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         "XMPPCredentials(\(bareJID), password: <redacted>)"
     }
+
+    /// `text` with every occurrence of the password, and of the PLAIN response that carries it, replaced
+    /// by `<redacted>`: for text that came from a peer and goes to logs or events.
+    public func redactingSecrets(_ text: String) -> String {
+        var result = text
+        for secret in [password, plainInitialResponse] where !secret.isEmpty {
+            result = result.replacingOccurrences(of: secret, with: "<redacted>")
+        }
+        return result
+    }
 }

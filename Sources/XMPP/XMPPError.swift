@@ -41,9 +41,14 @@ public struct XMPPError: Error, Sendable, Equatable, CustomStringConvertible {
         self.message = message
     }
 
-    /// True for failures a reconnect cannot fix (bad credentials, no usable mechanism).
+    /// True for failures a reconnect cannot fix (bad credentials, no usable mechanism). The SASL conditions
+    /// `temporary-auth-failure` (RFC 6120 §6.5.13: "try again later") and `aborted` are not: they back off.
     public var isConfigurationError: Bool {
-        kind == .authenticationFailed || kind == .noSupportedMechanism
+        switch kind {
+        case .noSupportedMechanism: return true
+        case .authenticationFailed: return condition != "temporary-auth-failure" && condition != "aborted"
+        default: return false
+        }
     }
 
     public var description: String {

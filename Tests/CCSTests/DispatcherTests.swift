@@ -16,12 +16,15 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         var acks: [(connection: Int, to: String, messageID: String)] = []
         var opened: [(connection: Int, endpoint: Endpoint)] = []
         var closes: [Int] = []
+        var aborts: [Int] = []
         var stops: [String] = []
 
-        init(connections: Int = 1, window: Int = 100, maxAttempts: Int = 5, endpoints: [Endpoint] = [primary, secondary]) {
+        init(connections: Int = 1, window: Int = 100, maxAttempts: Int = 5, endpoints: [Endpoint] = [primary, secondary],
+             ackTimeout: Double = 60) {
             dispatcher = Dispatcher(
                 configuration: DispatcherConfiguration(
-                    endpoints: endpoints, connections: connections, window: window, maxAttempts: maxAttempts, seed: 42),
+                    endpoints: endpoints, connections: connections, window: window, maxAttempts: maxAttempts,
+                    ackTimeout: ackTimeout, seed: 42),
                 store: InMemoryMessageStore())
         }
 
@@ -32,6 +35,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
                 case .send(let c, let r): sends.append((c, r.messageID))
                 case .ack(let c, let to, let id): acks.append((c, to, id))
                 case .close(let c): closes.append(c)
+                case .abort(let c, _): aborts.append(c)
                 case .event(let e): events.append(e)
                 case .stop(let reason): stops.append(reason)
                 }
@@ -445,6 +449,42 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(h.finalEvents(for: "m-2").count == 1)
         h.accept("m-3")
         guard case .rejected? = h.events.last else { Issue.record("expected rejected"); return }
+    }
+
+    @Test func inFlightMessagePastItsTTLEndsExpiredButKeepsItsSlotUntilResolved() {
+        var h = Harness(window: 1)
+        h.startReady()
+        h.accept("m-1", ttl: 5)
+        h.accept("m-2", ttl: 600)
+        h.advance(to: 5)
+        #expect(h.finalEvents(for: "m-1") == [.expired(messageID: "m-1")])
+        // CCS still counts m-1 as unacked: the window stays full, m-2 waits.
+        #expect(h.sends.map(\.messageID) == ["m-1"])
+        #expect(h.inFlight(1) == 1)
+        // Its late ack frees the slot and tells the app nothing more.
+        h.ack("m-1", on: 1)
+        #expect(h.finalEvents(for: "m-1").count == 1)
+        #expect(h.sends.map(\.messageID) == ["m-1", "m-2"])
+    }
+
+    @Test func connectionWithoutAnAckWithinTheTimeoutIsDroppedAndItsMessagesResent() {
+        var h = Harness(connections: 2, window: 10, ackTimeout: 30)
+        h.startReady()
+        h.accept("m-1")
+        let first = h.sends[0].connection
+        h.advance(to: 29.9)
+        #expect(h.aborts.isEmpty)
+        h.advance(to: 30)
+        #expect(h.aborts == [first])
+        #expect(h.dispatcher.counters.ackTimeouts == 1)
+        // Resent on the other connection at once, same id, not an attempt; the slot reconnects.
+        #expect(h.sends.last! == (first == 1 ? 2 : 1, "m-1"))
+        #expect(h.dispatcher.store.record("m-1")?.attempts == 0)
+        #expect(h.opened.count == 3)
+        // An ack that arrived in time would have cancelled it.
+        h.ack("m-1", on: first == 1 ? 2 : 1)
+        h.advance(to: 100)
+        #expect(h.aborts == [first])
     }
 
     @Test func shutdownClosesAllAndDoesNotReconnect() {

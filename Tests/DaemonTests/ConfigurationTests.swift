@@ -22,7 +22,7 @@ import Testing
     }
 
     @Test func fileValuesApply() throws {
-        let c = try load(#"{"sender_id":"42","primary_endpoint":"h:5235","secondary_endpoint":"h:5236","connections":4,"window":50,"max_attempts":3,"retry_initial_seconds":0.5,"ca_file":"/x.pem","jid_domain":"fcm.googleapis.com"}"#)
+        let c = try load(#"{"sender_id":"42","primary_endpoint":"h:5235","secondary_endpoint":"h:5236","connections":4,"window":50,"max_attempts":3,"retry_initial_seconds":0.5,"ca_file":"/x.pem","jid_domain":"fcm.googleapis.com","ack_timeout_seconds":15}"#)
         #expect(c.senderID == "42")
         #expect(c.endpoints == [Endpoint(host: "h", port: 5235), Endpoint(host: "h", port: 5236)])
         #expect(c.connections == 4)
@@ -31,6 +31,7 @@ import Testing
         #expect(c.caFile == "/x.pem")
         #expect(c.jidDomain == "fcm.googleapis.com")
         #expect(c.dispatcherConfiguration.maxAttempts == 3)
+        #expect(c.dispatcherConfiguration.ackTimeout == 15)
     }
 
     @Test func defaultsAreCCS() {
@@ -49,7 +50,7 @@ import Testing
         (#"{"connections":1001}"#, "connections", "must be an integer from 1 to 1000, got 1001"),
         (#"{"primary_endpoint":"nohost"}"#, "primary_endpoint", "must be \"HOST:PORT\" with a port from 1 to 65535, got \"nohost\""),
         (#"{"primary_endpoint":"h:99999"}"#, "primary_endpoint", "must be \"HOST:PORT\" with a port from 1 to 65535, got \"h:99999\""),
-        (#"{"sender_id":"abc"}"#, "sender_id", "must be the numeric sender ID (project number), got \"abc\""),
+        (#"{"sender_id":"abc"}"#, "sender_id", "must be the numeric sender ID (project number), got 3 characters that are not all digits"),
         (#"{"keepalive_seconds":100,"dead_peer_seconds":90}"#, "dead_peer_seconds", "must be greater than keepalive_seconds"),
         (#"{"retry_initial_seconds":10,"retry_max_seconds":5}"#, "retry_max_seconds", "must be at least retry_initial_seconds"),
         (#"{"retry_initial_seconds":-1}"#, "retry_initial_seconds", "must be a number of seconds above 0, got -1"),

@@ -22,7 +22,10 @@ final class DaemonRun: Sendable {
     /// - Parameters:
     ///   - adjustEmulator: emulator settings (two listen ports by default: primary and secondary).
     ///   - adjustDaemon: ccsd settings on top of the defaults pointed at the emulator.
-    init(key: String? = nil, exitWhenDone: Bool = true,
+    /// - Parameters:
+    ///   - eventsPath: where events go (default: a file in the run's directory).
+    ///   - inputPath: read input from this path instead of the pipe that `send` writes to.
+    init(key: String? = nil, exitWhenDone: Bool = true, eventsPath: String? = nil, inputPath: String? = nil,
          emulator adjustEmulator: (inout EmulatorConfiguration) -> Void = { _ in },
          daemon adjustDaemon: (inout Configuration) -> Void = { _ in }) throws {
         directory = NSTemporaryDirectory() + "ccsd-e2e-\(UUID().uuidString)"
@@ -45,14 +48,14 @@ final class DaemonRun: Sendable {
         configuration.reconnectBackoff = Backoff(base: 0.2, cap: 1)
         adjustDaemon(&configuration)
 
-        eventsPath = directory + "/events.jsonl"
+        self.eventsPath = eventsPath ?? directory + "/events.jsonl"
         let pipe = Pipe()
         inputWriter = pipe.fileHandleForWriting
-        let outlet = try EventOutlet(path: eventsPath)
+        let outlet = try EventOutlet(path: self.eventsPath)
         let box = exitCode
         daemon = CCSDaemon(configuration: configuration, outlet: outlet, logger: Logger(minimum: .error), loop: loop,
                            exitWhenDone: exitWhenDone) { code in box.value.withLock { $0 = code } }
-        let reader = try IntakeReader(path: "/proc/self/fd/\(pipe.fileHandleForReading.fileDescriptor)", daemon: daemon)
+        let reader = try IntakeReader(path: inputPath ?? "/proc/self/fd/\(pipe.fileHandleForReading.fileDescriptor)", daemon: daemon)
         try pipe.fileHandleForReading.close()
         let daemon = daemon
         loop.execute { daemon.start() }

@@ -31,6 +31,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         case unblock(String)
         case reconnect(slot: Int)
         case expiry(String)
+        case ackTimeout(String, connection: Int)
     }
 
     /// Where a stored message is; queue entries are checked against it, so stale entries are skipped.
@@ -231,10 +232,18 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
                     open(slot: slot, actions: &actions)
                 }
             case .expiry(let messageID):
-                if let record = store.record(messageID), let place = places[messageID], record.isExpired(now: now) {
-                    if case .inFlight = place { break }  // the ack or nack decides; a resend checks again
+                // Waiting or in flight alike: an in-flight message keeps its window slot until its ack,
+                // nack or connection end, but it is final now and never resent.
+                if let record = store.record(messageID), record.isExpired(now: now) {
                     expire(messageID, actions: &actions)
                 }
+            case .ackTimeout(let messageID, let connection):
+                guard let sentAt = sessions[connection]?.sentAt[messageID],
+                      now - sentAt >= configuration.ackTimeout else { break }
+                let reason = "no ack or nack for \(messageID) within \(configuration.ackTimeout) s"
+                counters.ackTimeouts += 1
+                actions.append(.abort(connection: connection, reason: reason))
+                actions += connectionEnded(connection, .lost(reason: reason), now: now)
             }
         }
         pump(now: now, actions: &actions)
@@ -274,8 +283,11 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
     private mutating func compactTimersIfNeeded() {
         guard timers.count > 4096, timers.count > 4 * store.count else { return }
         timers.compact { timer in
-            if case .expiry(let messageID) = timer { return places[messageID] != nil }
-            return true
+            switch timer {
+            case .expiry(let messageID): places[messageID] != nil
+            case .ackTimeout(let messageID, let connection): sessions[connection]?.sentAt[messageID] != nil
+            default: true
+            }
         }
     }
 
@@ -433,8 +445,9 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
             guard var record = store.record(messageID) else { continue }
             record.sends += 1
             store.update(record)
-            sessions[connection]!.didSend(messageID)
+            sessions[connection]!.didSend(messageID, now: now)
             places[messageID] = .inFlight(connection)
+            timers.schedule(at: now + configuration.ackTimeout, .ackTimeout(messageID, connection: connection))
             counters.sent += 1
             actions.append(.send(connection: connection, record: record))
         }

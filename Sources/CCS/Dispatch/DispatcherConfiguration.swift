@@ -16,13 +16,17 @@ public struct DispatcherConfiguration: Sendable, Equatable {
     public var reconnectBackoff: Backoff
     /// Seconds an upstream message_id is remembered for deduplication.
     public var upstreamDedupeWindow: Double
+    /// Seconds a sent message may wait for its ack or nack before its connection is taken as broken,
+    /// closed, and what was in flight on it resent elsewhere.
+    public var ackTimeout: Double
     /// Seed for the jitter draws; nil = random.
     public var seed: UInt64?
 
     public init(
         endpoints: [Endpoint], connections: Int = 1, window: Int = FlowWindow.maximum, maxAttempts: Int = 5,
         retryBackoff: Backoff = Backoff(base: 1, cap: 60), rateLimitBackoff: Backoff = Backoff(base: 1, cap: 300),
-        reconnectBackoff: Backoff = Backoff(base: 1, cap: 60), upstreamDedupeWindow: Double = 600, seed: UInt64? = nil
+        reconnectBackoff: Backoff = Backoff(base: 1, cap: 60), upstreamDedupeWindow: Double = 600,
+        ackTimeout: Double = 60, seed: UInt64? = nil
     ) {
         self.endpoints = endpoints
         self.connections = connections
@@ -32,6 +36,7 @@ public struct DispatcherConfiguration: Sendable, Equatable {
         self.rateLimitBackoff = rateLimitBackoff
         self.reconnectBackoff = reconnectBackoff
         self.upstreamDedupeWindow = upstreamDedupeWindow
+        self.ackTimeout = ackTimeout
         self.seed = seed
     }
 }
@@ -86,6 +91,8 @@ public enum DispatcherAction: Sendable, Equatable {
     case ack(connection: Int, to: String, messageID: String)
     /// Close the stream cleanly.
     case close(connection: Int)
+    /// Drop the connection at once: the dispatcher already counts it as ended (no ack within `ackTimeout`).
+    case abort(connection: Int, reason: String)
     /// Tell the app.
     case event(DispatcherEvent)
     /// A configuration error no reconnect can fix (authentication): stop the daemon with this reason.
@@ -117,4 +124,6 @@ public struct DispatcherCounters: Sendable, Equatable {
     public var unmatchedResolutions = 0
     public var drains = 0
     public var reconnects = 0
+    /// Connections dropped because an ack did not come within `ackTimeout`.
+    public var ackTimeouts = 0
 }

@@ -17,8 +17,13 @@ public struct CCSSession: Sendable {
     public let endpoint: Endpoint
     public private(set) var phase: Phase = .connecting
     public private(set) var window: FlowWindow
+    /// When each message_id in flight here was sent (dispatcher clock, seconds). A message that expired or
+    /// was abandoned while in flight stays here, holding its window slot, until its ack or nack arrives or
+    /// the connection ends: CCS still counts it as unacked.
+    public private(set) var sentAt: [String: Double] = [:]
+
     /// message_ids sent here and not yet acked or nacked.
-    public private(set) var inFlight: Set<String> = []
+    public var inFlight: Dictionary<String, Double>.Keys { sentAt.keys }
 
     public init(id: Int, endpoint: Endpoint, windowCapacity: Int) {
         self.id = id
@@ -36,16 +41,16 @@ public struct CCSSession: Sendable {
         phase = .ready
     }
 
-    /// Records a send. The caller checked `canSend`.
-    public mutating func didSend(_ messageID: String) {
+    /// Records a send at `now`. The caller checked `canSend`.
+    public mutating func didSend(_ messageID: String, now: Double) {
         guard phase == .ready else { preconditionFailure("send in phase \(phase)") }
         window.didSend()
-        inFlight.insert(messageID)
+        sentAt[messageID] = now
     }
 
     /// An ack or nack arrived for `messageID`; returns false when it was not in flight here.
     public mutating func resolve(_ messageID: String) -> Bool {
-        guard inFlight.remove(messageID) != nil else { return false }
+        guard sentAt.removeValue(forKey: messageID) != nil else { return false }
         window.didResolve()
         return true
     }

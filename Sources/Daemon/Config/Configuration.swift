@@ -24,6 +24,7 @@ import Foundation
 /// | `keepalive_seconds`, `dead_peer_seconds` | number > 0, dead > keepalive | 30, 90 |
 /// | `max_stanza_bytes` | integer 1024…16777216 | 1048576 |
 /// | `shutdown_grace_seconds` | number > 0 | 10 (on SIGTERM: time to finish outstanding messages) |
+/// | `ack_timeout_seconds` | number > 0 | 60 (no ack or nack by then: the connection is dropped, its messages resent) |
 ///
 /// The server key comes from `--server-key-file`, else the `CCSD_SERVER_KEY` environment variable, else
 /// `server_key_file`. It is held as a `Secret` and never printed.
@@ -50,6 +51,8 @@ public struct Configuration: Sendable {
     public var maxStanzaBytes = 1_048_576
     /// Seconds a SIGTERM waits for outstanding messages to finish before they end as `SHUTDOWN`.
     public var shutdownGraceSeconds = 10.0
+    /// Seconds a sent message may wait for its ack or nack before its connection counts as broken.
+    public var ackTimeoutSeconds = 60.0
 
     public init() {}
 
@@ -64,7 +67,7 @@ public struct Configuration: Sendable {
         DispatcherConfiguration(
             endpoints: endpoints, connections: connections, window: window, maxAttempts: maxAttempts,
             retryBackoff: retryBackoff, rateLimitBackoff: rateLimitBackoff, reconnectBackoff: reconnectBackoff,
-            upstreamDedupeWindow: upstreamDedupeSeconds)
+            upstreamDedupeWindow: upstreamDedupeSeconds, ackTimeout: ackTimeoutSeconds)
     }
 }
 
@@ -86,6 +89,7 @@ extension Configuration {
         "rate_limit_initial_seconds", "rate_limit_max_seconds", "reconnect_initial_seconds", "reconnect_max_seconds",
         "upstream_dedupe_seconds", "connect_timeout_seconds", "handshake_timeout_seconds", "login_timeout_seconds",
         "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes", "shutdown_grace_seconds",
+        "ack_timeout_seconds",
     ]
 
     /// Reads a configuration file's JSON text over the defaults.
@@ -137,6 +141,7 @@ extension Configuration {
         case "dead_peer_seconds": deadPeerSeconds = try Self.seconds(key, value)
         case "max_stanza_bytes": maxStanzaBytes = try Self.integer(key, value, 1024...16_777_216)
         case "shutdown_grace_seconds": shutdownGraceSeconds = try Self.seconds(key, value)
+        case "ack_timeout_seconds": ackTimeoutSeconds = try Self.seconds(key, value)
         default: throw ConfigurationError(field: key, rule: "unknown key")
         }
     }
@@ -145,7 +150,8 @@ extension Configuration {
     /// - Throws: `ConfigurationError`.
     public func validate() throws(ConfigurationError) {
         if !senderID.isEmpty, !senderID.allSatisfy(\.isASCII) || senderID.contains(where: { !$0.isNumber }) {
-            throw ConfigurationError(field: "sender_id", rule: "must be the numeric sender ID (project number), got \(JSONValue.string(senderID).serialized())")
+            // The value is not echoed: a server key pasted here by mistake must not reach the terminal.
+            throw ConfigurationError(field: "sender_id", rule: "must be the numeric sender ID (project number), got \(senderID.count) characters that are not all digits")
         }
         if jidDomain.isEmpty || jidDomain.contains(where: { $0 == "@" || $0 == "/" || $0 == " " }) {
             throw ConfigurationError(field: "jid_domain", rule: "must be a domain such as gcm.googleapis.com")

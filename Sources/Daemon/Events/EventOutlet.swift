@@ -8,8 +8,8 @@ public final class EventOutlet: @unchecked Sendable {
     private let fd: Int32
     private let ownsDescriptor: Bool
     private var buffer: [UInt8] = []
-    /// Bytes that could not be written (a closed pipe): counted, so nothing fails silently.
-    public private(set) var writeFailures = 0
+    /// Why the last write failed (a full disk, a closed pipe); nil while every write succeeded.
+    public private(set) var failure: String?
 
     /// - Parameter path: a file to append to, or `-` for stdout.
     /// - Throws: `ConfigurationError` when the file cannot be opened.
@@ -39,20 +39,30 @@ public final class EventOutlet: @unchecked Sendable {
     }
 
     /// Writes all buffered events (blocking until the descriptor takes them).
-    public func flush() {
-        guard !buffer.isEmpty else { return }
+    /// - Returns: false when they could not all be written; `failure` says why. The daemon then stops,
+    ///   since it can no longer hand anything over.
+    @discardableResult
+    public func flush() -> Bool {
+        guard failure == nil else { return false }
+        guard !buffer.isEmpty else { return true }
         var offset = 0
+        var error: Int32 = 0
         buffer.withUnsafeBytes { bytes in
             while offset < bytes.count {
                 let written = write(fd, bytes.baseAddress! + offset, bytes.count - offset)
                 if written < 0 {
                     if errno == EINTR { continue }
-                    writeFailures += 1
-                    break
+                    error = errno
+                    return
                 }
                 offset += written
             }
         }
         buffer.removeAll(keepingCapacity: true)
+        if error != 0 {
+            failure = String(cString: strerror(error))
+            return false
+        }
+        return true
     }
 }

@@ -75,10 +75,12 @@ public final class IntakeReader: @unchecked Sendable {
             if batch.count >= 256 { flushBatch() }
         }
 
+        var readError: String?
         while true {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
+                readError = String(cString: strerror(errno))
                 break
             }
             if count == 0 { break }
@@ -94,7 +96,7 @@ public final class IntakeReader: @unchecked Sendable {
         if !line.isEmpty || oversized { finishLine() }
         flushBatch()
         if ownsDescriptor { close(fd) }
-        daemon.loop.execute { [daemon] in daemon.inputFinished() }
+        daemon.loop.execute { [daemon, readError] in daemon.inputFinished(error: readError) }
 
         func append(_ bytes: ArraySlice<UInt8>) {
             guard !oversized else { return }

@@ -51,13 +51,29 @@ public final class Logger: Sendable {
         }
     }
 
-    /// Quotes values with spaces, quotes or `=`, so lines stay machine-readable.
+    /// Writes a value bare when it is plain, else as a JSON string with control characters escaped, so a
+    /// value from the network can neither split nor forge log lines.
     static func appendValue(_ value: String, to line: inout String) {
-        if !value.isEmpty, !value.contains(where: { $0 == " " || $0 == "\"" || $0 == "=" || $0 == "\n" }) {
-            line += value
-        } else {
-            JSONValue.writeString(value, to: &line)
+        let plain = !value.isEmpty && !value.unicodeScalars.contains { scalar in
+            scalar.value <= 0x20 || scalar == "\"" || scalar == "=" || scalar == "\\"
+                || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
         }
+        if plain {
+            line += value
+            return
+        }
+        line += "\""
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": line += "\\\""
+            case "\\": line += "\\\\"
+            case _ where scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029:
+                let hex = String(scalar.value, radix: 16)
+                line += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: line.unicodeScalars.append(scalar)
+            }
+        }
+        line += "\""
     }
 
     static func timestamp() -> String {

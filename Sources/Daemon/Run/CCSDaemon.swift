@@ -19,9 +19,11 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
     private var wakeTimer: TimerHandle?
     private var wakeAt: Double?
     private var inputEnded = false
+    private var inputFailed = false
     private var exitWhenDone: Bool
     private var finishing = false
     private var closing = false
+    private var outletBroken = false
     private var exitCode: Int32?
     private var onExit: (@Sendable (Int32) -> Void)?
     private var intakeResume: (() -> Void)?
@@ -91,10 +93,17 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
     }
 
     /// The input ended; with `--exit-when-done` the daemon exits once every message is final.
-    public func inputFinished() {
+    /// - Parameter error: why reading failed, if it did; the daemon then finishes what it accepted and
+    ///   exits 1 instead of 0.
+    public func inputFinished(error: String? = nil) {
         loop.preconditionInEventLoop()
         inputEnded = true
-        logger.info("input ended", ["outstanding": "\(dispatcher.outstanding)"])
+        if let error {
+            logger.error("cannot read the input; no more messages will be taken", ["error": error])
+            inputFailed = true
+        } else {
+            logger.info("input ended", ["outstanding": "\(dispatcher.outstanding)"])
+        }
         checkDone()
     }
 
@@ -145,7 +154,7 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
     private func checkDone() {
         if exitWhenDone, inputEnded, !finishing, dispatcher.outstanding == 0 {
             logger.info("all messages final; closing")
-            finish(code: 0)
+            finish(code: inputFailed ? 1 : 0)
         } else if finishing, !closing, dispatcher.outstanding == 0 {
             closeAndExit()
         }
@@ -161,9 +170,15 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
             case .send(let id, let record):
                 clients[id]?.send(raw: CCSStanza.downstream(messageID: record.messageID, json: record.json))
             case .ack(let id, let to, let messageID):
-                // Hand over first (the event is on its way out), then ACK (§3).
-                outlet.flush()
+                // Hand over first, then ACK (§3). If the event could not be written, no ACK: CCS redelivers.
+                guard outlet.flush() else {
+                    outletFailed()
+                    continue
+                }
                 clients[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
+            case .abort(let id, let reason):
+                logger.warning("connection unresponsive; dropping it and resending its messages", ["connection": "\(id)", "reason": reason])
+                clients[id]?.abort()
             case .close(let id):
                 clients[id]?.close()
             case .event(let event):
@@ -177,13 +192,24 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
                 _ = loop.schedule(after: 0) { [weak self] in self?.exitAfterStop() }
             }
         }
-        if flush { outlet.flush() }
+        if flush, !outlet.flush() { outletFailed() }
         if let resume = intakeResume, dispatcher.outstanding < Self.intakeHighWater / 2 {
             intakeResume = nil
             resume()
         }
         scheduleWake()
         checkDone()
+    }
+
+    /// The events outlet failed: nothing more can be handed over, so stop (exit 4) without ACKing anything
+    /// more; CCS redelivers what was not ACKed.
+    private func outletFailed() {
+        guard !outletBroken else { return }
+        outletBroken = true
+        logger.error("cannot write events; stopping without ACKing what was not handed over", ["error": outlet.failure ?? "unknown"])
+        exitCode = 4
+        finishing = true
+        closeAndExit()
     }
 
     private func exitAfterStop() {
@@ -194,7 +220,8 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         outlet.append(event.jsonLine())
         switch event {
         case .connection(let id, let endpoint, let state, let reason):
-            logger.info("connection \(state.rawValue)", ["connection": "\(id)", "endpoint": endpoint.description, "reason": reason ?? ""])
+            let level: Logger.Level = state == .closed && reason != nil && !closing ? .warning : .info
+            logger.log(level, "connection \(state.rawValue)", ["connection": "\(id)", "endpoint": endpoint.description, "reason": reason ?? ""])
         case .rejected(let messageID, let field, let error, let line):
             logger.warning("message rejected", ["line": line.map { "\($0)" } ?? "", "message_id": messageID ?? "",
                                                 "field": field, "error": error])
@@ -266,7 +293,11 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         default:
             break
         }
+        let unmatchedBefore = dispatcher.counters.unmatchedResolutions
         perform(dispatcher.received(message, on: client.tag, now: now()))
+        if dispatcher.counters.unmatchedResolutions != unmatchedBefore {
+            logger.warning("ack or nack for a message not in flight on this connection; ignored", ["connection": "\(client.tag)"])
+        }
     }
 
     public func xmppClient(_ client: XMPPClient, didEndWith error: XMPPError) {
