@@ -1,7 +1,7 @@
 // ccsd-bench: pushes N downstream messages through ccsd to the bundled CCS emulator (no ack delay) and
 // reports throughput, accept-to-ack latency, CPU and peak memory of both processes.
 //
-//   swift build -c release && .build/release/ccsd-bench --messages 100000 --connections 1,4
+//   swift build -c release && .build/release/ccsd-bench --messages 100000 --connections 1,4 [--rate 10000]
 //
 // ccsd and the emulator run as separate processes (release builds next to this binary), so each one's
 // CPU time and peak RSS are its own. Latency is measured from the `accepted` event to the `acked` event as
@@ -13,6 +13,9 @@ struct BenchOptions {
     var messages = 50_000
     var connections = [1, 4]
     var ackLatencyMilliseconds = 0
+    /// Messages per second written to ccsd's input; 0 = as fast as possible (a flood: latency then
+    /// includes the wait in ccsd's queue).
+    var rate = 0
     /// Internal: print only the table row (one configuration per child process).
     var rowOnly = false
 }
@@ -26,8 +29,9 @@ func parseOptions() -> BenchOptions {
         case "--connections": options.connections = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }
         case "--ack-latency-ms": options.ackLatencyMilliseconds = Int(arguments.next() ?? "") ?? 0
         case "--row-only": options.rowOnly = true
+        case "--rate": options.rate = Int(arguments.next() ?? "") ?? 0
         default:
-            FileHandle.standardError.write(Data("usage: ccsd-bench [--messages N] [--connections 1,4] [--ack-latency-ms N]\n".utf8))
+            FileHandle.standardError.write(Data("usage: ccsd-bench [--messages N] [--connections 1,4] [--ack-latency-ms N] [--rate MSGS_PER_S]\n".utf8))
             exit(2)
         }
     }
@@ -118,9 +122,21 @@ func run(connections: Int, options: BenchOptions, binaries: URL) throws -> Resul
     try ccsd.run()
 
     let messages = options.messages
+    let rate = options.rate
     let writer = Thread {
         var batch = ""
+        let start = monotonicSeconds()
         for i in 0..<messages {
+            if rate > 0, i % 100 == 0 {
+                // Paced: write in slices of 100 on schedule.
+                if !batch.isEmpty {
+                    input.fileHandleForWriting.write(Data(batch.utf8))
+                    batch = ""
+                }
+                let due = start + Double(i) / Double(rate)
+                let wait = due - monotonicSeconds()
+                if wait > 0 { usleep(UInt32(wait * 1e6)) }
+            }
             batch += "{\"to\":\"bench-token-\(i % 1000)-APA91bHPRgkFLJu4x\",\"message_id\":\"b-\(i)\",\"data\":{\"score\":\"\(i)\",\"text\":\"benchmark payload <&>\"},\"time_to_live\":600}\n"
             if batch.utf8.count > 60_000 {
                 input.fileHandleForWriting.write(Data(batch.utf8))
@@ -181,7 +197,7 @@ func run(connections: Int, options: BenchOptions, binaries: URL) throws -> Resul
 let options = parseOptions()
 let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
 if !options.rowOnly {
-print("ccsd-bench: \(options.messages) messages, ack latency \(options.ackLatencyMilliseconds) ms, binaries in \(binaries.path)")
+print("ccsd-bench: \(options.messages) messages, \(options.rate > 0 ? "\(options.rate) msgs/s offered" : "flood"), ack latency \(options.ackLatencyMilliseconds) ms, binaries in \(binaries.path)")
 print("| connections | acked | msgs/s | p50 ms | p99 ms | ccsd CPU s/10k | ccsd peak RSS MiB | emulator CPU s/10k | emulator peak RSS MiB | flow-control violations |")
 print("|---|---|---|---|---|---|---|---|---|---|")
 }
@@ -193,7 +209,7 @@ for connections in options.connections {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
         child.arguments = ["--messages", "\(options.messages)", "--connections", "\(connections)",
-                           "--ack-latency-ms", "\(options.ackLatencyMilliseconds)", "--row-only"]
+                           "--ack-latency-ms", "\(options.ackLatencyMilliseconds)", "--rate", "\(options.rate)", "--row-only"]
         child.environment = ProcessInfo.processInfo.environment
         try child.run()
         child.waitUntilExit()
