@@ -91,6 +91,16 @@ public struct StreamNegotiation: Sendable {
         if stanza.is("error", XMLNamespace.stream) {
             return streamErrorReceived(stanza)
         }
+        // A ping is answered in any state once the stream is open, not only when ready (XEP-0199 §4.1).
+        if !isReady, StreamNegotiation.isIQ(stanza), stanza.attribute("type") == "get",
+           stanza.child("ping", namespace: XMLNamespace.ping) != nil {
+            switch state {
+            case .awaitingFeatures, .authenticating, .binding, .establishingSession:
+                return [.send(reply(to: stanza, type: "result", id: stanza.attribute("id") ?? ""))]
+            default:
+                break
+            }
+        }
         switch state {
         case .idle, .awaitingStreamHeader:
             return fail(.unexpectedStanza, message: "<\(stanza.name)> before the stream header")
@@ -184,7 +194,7 @@ public struct StreamNegotiation: Sendable {
     }
 
     private mutating func bindResult(_ stanza: XMLElement, iqID: String) -> [Action] {
-        guard stanza.is("iq", XMLNamespace.client), stanza.attribute("id") == iqID else {
+        guard StreamNegotiation.isIQ(stanza), stanza.attribute("id") == iqID else {
             return fail(.unexpectedStanza, message: "expected the bind result, got <\(stanza.name)>")
         }
         switch stanza.attribute("type") {
@@ -209,7 +219,7 @@ public struct StreamNegotiation: Sendable {
     }
 
     private mutating func sessionResult(_ stanza: XMLElement, iqID: String, jid: String) -> [Action] {
-        guard stanza.is("iq", XMLNamespace.client), stanza.attribute("id") == iqID else {
+        guard StreamNegotiation.isIQ(stanza), stanza.attribute("id") == iqID else {
             return fail(.unexpectedStanza, message: "expected the session result, got <\(stanza.name)>")
         }
         if stanza.attribute("type") == "result" {
@@ -220,7 +230,7 @@ public struct StreamNegotiation: Sendable {
     }
 
     private mutating func readyStanza(_ stanza: XMLElement) -> [Action] {
-        guard stanza.is("iq", XMLNamespace.client) else { return [.deliver(stanza)] }
+        guard StreamNegotiation.isIQ(stanza) else { return [.deliver(stanza)] }
         let type = stanza.attribute("type")
         guard type == "get" || type == "set" else {
             // Results and errors: our own ping replies, or replies for the layer above.
@@ -269,6 +279,12 @@ public struct StreamNegotiation: Sendable {
         var attributes: [XMLAttribute] = [.init(name: "type", value: type), .init(name: "id", value: id)]
         if let from = stanza.attribute("from") { attributes.append(.init(name: "to", value: from)) }
         return XMLElement(name: "iq", namespace: XMLNamespace.client, attributes: attributes)
+    }
+
+    /// True for an `<iq>` in `jabber:client`, or in no namespace: a server whose stream header omits the
+    /// default namespace is taken leniently (ccs-protocol.md marks such details unconfirmed).
+    static func isIQ(_ stanza: XMLElement) -> Bool {
+        stanza.name == "iq" && (stanza.namespace == XMLNamespace.client || stanza.namespace == nil)
     }
 
     /// The defined condition inside a stanza's `<error>` child (RFC 6120 §8.3), if any.

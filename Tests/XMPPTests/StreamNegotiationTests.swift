@@ -287,6 +287,25 @@ import XMLStream
         #expect(machine.stanzaReceived(result) == [.deliver(result)])
     }
 
+    @Test func pingDuringNegotiationIsAnswered() throws {
+        var machine = StreamNegotiation(credentials: credentials)
+        _ = toAuthenticating(&machine)
+        let ping = Self.iq("get", id: "early", children: [XMLElement(name: "ping", namespace: XMLNamespace.ping)])
+        let actions = machine.stanzaReceived(ping)
+        guard case .send(let reply)? = actions.first, actions.count == 1 else { Issue.record("expected a pong, got \(actions)"); return }
+        #expect(reply.attribute("type") == "result")
+        #expect(reply.attribute("id") == "early")
+        #expect(machine.state == .authenticating)
+    }
+
+    @Test func bindResultWithoutDefaultNamespaceIsAccepted() throws {
+        var machine = StreamNegotiation(credentials: credentials)
+        let bind = try #require(toBinding(&machine))
+        var result = Self.bindResult(id: bind.attribute("id")!, jid: "a@b/c")
+        result.namespace = nil
+        #expect(machine.stanzaReceived(result) == [.ready(jid: "a@b/c")])
+    }
+
     @Test func pingsHaveFreshIDs() throws {
         var machine = try readyMachine()
         let a = machine.makePing(), b = machine.makePing()
