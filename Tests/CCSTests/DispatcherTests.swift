@@ -371,6 +371,16 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(h.dispatcher.store.record("m-1")?.attempts == 0)
     }
 
+    @Test func drainingConnectionTheServerNeverClosesIsClosedAfterTheDrainTimeout() {
+        var h = Harness()
+        h.startReady()
+        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
+        h.advance(to: 299)
+        #expect(h.closes.isEmpty)
+        h.advance(to: 300)
+        #expect(h.closes == [1])
+    }
+
     @Test func drainOfSecondaryGoesBackToPrimary() {
         var h = Harness()
         h.startReady()

@@ -32,6 +32,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         case reconnect(slot: Int)
         case expiry(String)
         case ackTimeout(String, connection: Int)
+        case drainDeadline(connection: Int)
     }
 
     /// Where a stored message is; queue entries are checked against it, so stale entries are skipped.
@@ -164,7 +165,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
             actions.append(.ack(connection: id, to: upstream.from, messageID: upstream.messageID))
         case .control(let controlType):
             if controlType == "CONNECTION_DRAINING" {
-                drain(id, actions: &actions)
+                drain(id, now: now, actions: &actions)
             } else {
                 counters.unknownControlTypes += 1
             }
@@ -244,6 +245,9 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
                 counters.ackTimeouts += 1
                 actions.append(.abort(connection: connection, reason: reason))
                 actions += connectionEnded(connection, .lost(reason: reason), now: now)
+            case .drainDeadline(let connection):
+                // The server should have closed a draining stream by now; close it ourselves.
+                if sessions[connection]?.phase == .draining { actions.append(.close(connection: connection)) }
             }
         }
         pump(now: now, actions: &actions)
@@ -286,6 +290,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
             switch timer {
             case .expiry(let messageID): places[messageID] != nil
             case .ackTimeout(let messageID, let connection): sessions[connection]?.sentAt[messageID] != nil
+            case .drainDeadline(let connection): sessions[connection] != nil
             default: true
             }
         }
@@ -310,7 +315,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         case .connectionDraining:
             // Resend at once elsewhere; not an attempt (§4).
             requeueForResend(nack.messageID, now: now, actions: &actions)
-            drain(id, actions: &actions)
+            drain(id, now: now, actions: &actions)
         case .transient, .rateLimited:
             guard var record = store.record(nack.messageID) else { return }
             record.attempts += 1
@@ -408,9 +413,10 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         return true
     }
 
-    private mutating func drain(_ id: Int, actions: inout [DispatcherAction]) {
+    private mutating func drain(_ id: Int, now: Double, actions: inout [DispatcherAction]) {
         guard var session = sessions[id], session.startDraining() else { return }
         sessions[id] = session
+        timers.schedule(at: now + configuration.drainTimeout, .drainDeadline(connection: id))
         counters.drains += 1
         actions.append(.event(.connection(id: id, endpoint: session.endpoint, state: .draining, reason: nil)))
         // The draining connection leaves its slot; a replacement opens at once on the other endpoint (§5).

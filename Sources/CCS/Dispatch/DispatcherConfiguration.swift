@@ -19,6 +19,8 @@ public struct DispatcherConfiguration: Sendable, Equatable {
     /// Seconds a sent message may wait for its ack or nack before its connection is taken as broken,
     /// closed, and what was in flight on it resent elsewhere.
     public var ackTimeout: Double
+    /// Seconds a draining connection may stay open before ccsd closes it itself (the server should close it).
+    public var drainTimeout: Double
     /// Seed for the jitter draws; nil = random.
     public var seed: UInt64?
 
@@ -26,7 +28,7 @@ public struct DispatcherConfiguration: Sendable, Equatable {
         endpoints: [Endpoint], connections: Int = 1, window: Int = FlowWindow.maximum, maxAttempts: Int = 5,
         retryBackoff: Backoff = Backoff(base: 1, cap: 60), rateLimitBackoff: Backoff = Backoff(base: 1, cap: 300),
         reconnectBackoff: Backoff = Backoff(base: 1, cap: 60), upstreamDedupeWindow: Double = 600,
-        ackTimeout: Double = 60, seed: UInt64? = nil
+        ackTimeout: Double = 60, drainTimeout: Double = 300, seed: UInt64? = nil
     ) {
         self.endpoints = endpoints
         self.connections = connections
@@ -37,6 +39,7 @@ public struct DispatcherConfiguration: Sendable, Equatable {
         self.reconnectBackoff = reconnectBackoff
         self.upstreamDedupeWindow = upstreamDedupeWindow
         self.ackTimeout = ackTimeout
+        self.drainTimeout = drainTimeout
         self.seed = seed
     }
 }

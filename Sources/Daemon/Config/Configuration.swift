@@ -25,6 +25,7 @@ import Foundation
 /// | `max_stanza_bytes` | integer 1024…16777216 | 1048576 |
 /// | `shutdown_grace_seconds` | number > 0 | 10 (on SIGTERM: time to finish outstanding messages) |
 /// | `ack_timeout_seconds` | number > 0 | 60 (no ack or nack by then: the connection is dropped, its messages resent) |
+/// | `drain_timeout_seconds` | number > 0 | 300 (a draining stream the server has not closed by then is closed by ccsd) |
 ///
 /// The server key comes from `--server-key-file`, else the `CCSD_SERVER_KEY` environment variable, else
 /// `server_key_file`. It is held as a `Secret` and never printed.
@@ -53,6 +54,8 @@ public struct Configuration: Sendable {
     public var shutdownGraceSeconds = 10.0
     /// Seconds a sent message may wait for its ack or nack before its connection counts as broken.
     public var ackTimeoutSeconds = 60.0
+    /// Seconds a draining connection may stay open before ccsd closes it.
+    public var drainTimeoutSeconds = 300.0
 
     public init() {}
 
@@ -67,7 +70,8 @@ public struct Configuration: Sendable {
         DispatcherConfiguration(
             endpoints: endpoints, connections: connections, window: window, maxAttempts: maxAttempts,
             retryBackoff: retryBackoff, rateLimitBackoff: rateLimitBackoff, reconnectBackoff: reconnectBackoff,
-            upstreamDedupeWindow: upstreamDedupeSeconds, ackTimeout: ackTimeoutSeconds)
+            upstreamDedupeWindow: upstreamDedupeSeconds, ackTimeout: ackTimeoutSeconds,
+            drainTimeout: drainTimeoutSeconds)
     }
 }
 
@@ -89,7 +93,7 @@ extension Configuration {
         "rate_limit_initial_seconds", "rate_limit_max_seconds", "reconnect_initial_seconds", "reconnect_max_seconds",
         "upstream_dedupe_seconds", "connect_timeout_seconds", "handshake_timeout_seconds", "login_timeout_seconds",
         "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes", "shutdown_grace_seconds",
-        "ack_timeout_seconds",
+        "ack_timeout_seconds", "drain_timeout_seconds",
     ]
 
     /// Reads a configuration file's JSON text over the defaults.
@@ -142,6 +146,7 @@ extension Configuration {
         case "max_stanza_bytes": maxStanzaBytes = try Self.integer(key, value, 1024...16_777_216)
         case "shutdown_grace_seconds": shutdownGraceSeconds = try Self.seconds(key, value)
         case "ack_timeout_seconds": ackTimeoutSeconds = try Self.seconds(key, value)
+        case "drain_timeout_seconds": drainTimeoutSeconds = try Self.seconds(key, value)
         default: throw ConfigurationError(field: key, rule: "unknown key")
         }
     }
