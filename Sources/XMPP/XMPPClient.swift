@@ -94,7 +94,7 @@ public final class XMPPClient: TLSConnectionDelegate {
     @discardableResult
     public func send(raw text: String) -> Bool {
         loop.preconditionInEventLoop()
-        guard let tls, !ended else { return false }
+        guard let tls, !ended, !closingLocally else { return false }  // nothing after our </stream:stream>
         do {
             try tls.write(text)
             return true

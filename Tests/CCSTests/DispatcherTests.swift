@@ -505,6 +505,20 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         h.apply(h.dispatcher.connectionEnded(1, .closedLocally, now: 0))
         #expect(h.opened.count == 2)
     }
+
+    @Test func nothingIsSentOnClosingStreamsAndLateLoginsAreClosed() {
+        var h = Harness(connections: 2)
+        h.apply(h.dispatcher.start(now: 0))
+        h.apply(h.dispatcher.connectionReady(1, now: 0))
+        h.accept("m-1")
+        h.apply(h.dispatcher.shutdown())
+        h.receive(.ack(.init(messageID: "m-1")), on: 1)
+        h.accept("m-2")
+        #expect(h.sends.map(\.messageID) == ["m-1"])
+        h.apply(h.dispatcher.connectionReady(2, now: 0))
+        #expect(h.closes.filter { $0 == 2 }.count == 2)
+        #expect(h.sends.count == 1)
+    }
 }
 
 @Suite struct DispatcherMemoryTests {

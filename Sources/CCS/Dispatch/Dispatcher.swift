@@ -114,6 +114,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
     /// Connection `id` finished TLS and XMPP login.
     public mutating func connectionReady(_ id: Int, now: Double) -> [DispatcherAction] {
         guard var session = sessions[id] else { return [] }
+        if shuttingDown { return [.close(connection: id)] }  // logged in just as the pool closes
         session.becameReady()
         sessions[id] = session
         if let slot = slotOfConnection[id] { slots[slot].failures = 0 }
@@ -279,6 +280,9 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
     /// Closes every connection; no reconnects follow. Messages stay outstanding (step 3).
     public mutating func shutdown() -> [DispatcherAction] {
         shuttingDown = true
+        for id in sessions.keys {
+            _ = sessions[id]!.startDraining()  // nothing more goes out on a closing stream
+        }
         return sessions.keys.sorted().map { .close(connection: $0) }
     }
 
@@ -445,7 +449,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
 
     /// Sends as much as the windows allow: resends first, then new and retried messages.
     private mutating func pump(now: Double, actions: inout [DispatcherAction]) {
-        guard stopReason == nil else { return }
+        guard stopReason == nil, !shuttingDown else { return }
         while !(resendQueue.isEmpty && readyQueue.isEmpty), let connection = bestConnection() {
             guard let messageID = nextSendable(now: now, actions: &actions) else { return }
             guard var record = store.record(messageID) else { continue }

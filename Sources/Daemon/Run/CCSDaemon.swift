@@ -84,7 +84,7 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
                 emit(.rejected(messageID: messageID, field: error.field, error: error.description, line: line))
             }
         }
-        outlet.flush()
+        if !outlet.flush() { outletFailed() }
         if dispatcher.outstanding < Self.intakeHighWater || dispatcher.stopReason != nil {
             resume()
         } else {
