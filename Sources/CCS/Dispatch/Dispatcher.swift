@@ -141,10 +141,11 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
             guard resolve(nack.messageID, on: id) else { break }
             nackReceived(nack, on: id, now: now, actions: &actions)
         case .stanzaError(let error):
-            guard let messageID = error.resolvedMessageID, resolve(messageID, on: id) else {
+            guard let messageID = error.resolvedMessageID else {
                 counters.unmatchedResolutions += 1
                 break
             }
+            guard resolve(messageID, on: id) else { break }  // counted by resolve
             finish(messageID, event: .nacked(
                 messageID: messageID, error: error.condition, description: error.text, final: true,
                 invalidToken: false, group: nil), actions: &actions)
