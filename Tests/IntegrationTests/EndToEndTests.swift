@@ -37,7 +37,7 @@ import CorpusFixtures
     }
 
     @Test func connectionKilledWithFullWindowResendsAllAndAcksThem() async throws {
-        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 2000 }, daemon: { $0.connections = 1 })
+        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 5000 }, daemon: { $0.connections = 1 })
         defer { run.stop(); run.cleanUp() }
         run.send(DaemonRun.messages(100, prefix: "k"))
         run.endInput()
