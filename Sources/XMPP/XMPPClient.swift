@@ -219,19 +219,27 @@ public final class XMPPClient: TLSConnectionDelegate {
         guard let keepalive else { return }
         let delay = max(0.05, keepalive.nextCheck() - XMPPClient.now())
         keepaliveTimer = loop.schedule(after: delay) { [weak self] in
-            guard let self, !self.ended, var keepalive = self.keepalive else { return }
-            let decision = keepalive.check(at: XMPPClient.now())
-            self.keepalive = keepalive
-            switch decision {
-            case .none: break
-            case .sendPing: self.send(self.negotiation.makePing())
-            case .deadPeer:
-                self.perform(self.negotiation.failExternally(XMPPError(
-                    .deadPeer, message: "nothing received for \(self.configuration.deadPeerTimeout) s")))
-                return
-            }
-            self.scheduleKeepalive()
+            guard let self else { return }
+            // Judge silence one loop turn later, after reads that queued up while the loop was busy.
+            let bound = LoopBound(self, eventLoop: self.loop)
+            self.loop.execute { bound.value.checkKeepalive() }
         }
+    }
+
+    /// Pings when the peer has been quiet, ends the stream when it has been silent too long.
+    private func checkKeepalive() {
+        guard !ended, var keepalive else { return }
+        let decision = keepalive.check(at: XMPPClient.now())
+        self.keepalive = keepalive
+        switch decision {
+        case .none: break
+        case .sendPing: send(negotiation.makePing())
+        case .deadPeer:
+            perform(negotiation.failExternally(XMPPError(
+                .deadPeer, message: "nothing received for \(configuration.deadPeerTimeout) s")))
+            return
+        }
+        scheduleKeepalive()
     }
 
     /// Ends the connection once: timers off, TLS closed, delegate told.

@@ -461,20 +461,57 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         guard case .rejected? = h.events.last else { Issue.record("expected rejected"); return }
     }
 
-    @Test func inFlightMessagePastItsTTLEndsExpiredButKeepsItsSlotUntilResolved() {
+    /// A message on the wire when its time_to_live runs out waits for CCS's answer: CCS may accept it.
+    @Test func inFlightMessagePastItsTTLWaitsForItsAnswer() {
         var h = Harness(window: 1)
         h.startReady()
-        h.accept("m-1", ttl: 5)
-        h.accept("m-2", ttl: 600)
-        h.advance(to: 5)
-        #expect(h.finalEvents(for: "m-1") == [.expired(messageID: "m-1")])
-        // CCS still counts m-1 as unacked: the window stays full, m-2 waits.
-        #expect(h.sends.map(\.messageID) == ["m-1"])
-        #expect(h.inFlight(1) == 1)
-        // Its late ack frees the slot and tells the app nothing more.
+        h.accept("m-1", ttl: 1)
+        h.advance(to: 1.5)
+        #expect(h.finalEvents(for: "m-1").isEmpty)
+        // Its id is still taken: a new m-1 would be resolved by the old copy's ack.
+        h.accept("m-1", ttl: 600)
+        guard case .rejected(_, "message_id", _, _)? = h.events.last else {
+            Issue.record("expected a rejection, got \(String(describing: h.events.last))")
+            return
+        }
         h.ack("m-1", on: 1)
-        #expect(h.finalEvents(for: "m-1").count == 1)
-        #expect(h.sends.map(\.messageID) == ["m-1", "m-2"])
+        #expect(h.finalEvents(for: "m-1") == [.acked(messageID: "m-1", to: "token-a", canonicalRegistrationID: nil, group: nil)])
+        #expect(h.sends.count == 1)
+    }
+
+    /// If its connection ends instead, it is past its time_to_live: expired, never resent.
+    @Test func inFlightMessagePastItsTTLIsNotResentWhenItsConnectionEnds() {
+        var h = Harness()
+        h.startReady()
+        h.accept("m-1", ttl: 1)
+        h.advance(to: 1.5)
+        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "reset"), now: 1.5))
+        h.apply(h.dispatcher.connectionReady(2, now: 1.6))
+        #expect(h.finalEvents(for: "m-1") == [.expired(messageID: "m-1")])
+        #expect(h.sends.count == 1)
+    }
+
+    /// Rate-limit memory per token goes away with the token's last outstanding message.
+    @Test func rateLimitStrikesAreForgottenWhenNothingIsOutstandingForTheKey() {
+        var h = Harness(window: 100)
+        h.startReady()
+        for i in 0..<500 {
+            h.accept("m-\(i)", to: "rate-token-\(i)", ttl: 2)
+            h.receive(.nack(.init(messageID: "m-\(i)", from: "rate-token-\(i)", error: "DEVICE_MESSAGE_RATE_EXCEEDED")), on: 1)
+        }
+        h.advance(to: 10)  // every message expires while its key is blocked
+        #expect(h.dispatcher.outstanding == 0)
+        #expect(h.dispatcher.rateKeysTracked == 0)
+    }
+
+    @Test func ackTimeoutEndsAnInFlightMessagePastItsTTLAsExpired() {
+        var h = Harness(ackTimeout: 30)
+        h.startReady()
+        h.accept("m-1", ttl: 5)
+        h.advance(to: 30)
+        #expect(h.aborts == [1])
+        #expect(h.finalEvents(for: "m-1") == [.expired(messageID: "m-1")])
+        #expect(h.sends.count == 1)
     }
 
     @Test func connectionWithoutAnAckWithinTheTimeoutIsDroppedAndItsMessagesResent() {

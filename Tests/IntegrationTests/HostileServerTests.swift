@@ -11,6 +11,8 @@ import TLS
 @Suite(.serialized) struct HostileServerTests {
     // MARK: Regressions
 
+    /// (Fixed by the ack timeout: the silent connection is dropped, and messages past their time_to_live
+    /// then end expired instead of being resent.)
     /// A server that is alive (answers pings, keeps the stream open) but never acks:
     /// messages in flight are never resent and never expire, whatever their time_to_live, so they never get
     /// a final event and `--exit-when-done` never exits. The window stays full forever.
@@ -18,7 +20,7 @@ import TLS
     /// Sources/CCS/Dispatch/Dispatcher.swift:228) and nothing bounds the wait for an ack.
     @Test func serverThatNeverAcksStillEndsEveryMessageByItsTimeToLive() async throws {
         let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 600_000 },
-                                daemon: { $0.connections = 1; $0.keepaliveSeconds = 1; $0.deadPeerSeconds = 3 })
+                                daemon: { $0.connections = 1; $0.keepaliveSeconds = 1; $0.deadPeerSeconds = 3; $0.ackTimeoutSeconds = 3 })
         defer { run.stop(); run.cleanUp() }
         let lines = (0..<5).map { #"{"to":"tok-\#($0)-APA91b","message_id":"na-\#($0)","data":{"n":"1"},"time_to_live":2}"# }
         run.send(lines)

@@ -54,6 +54,8 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
     private var timers = TimerQueue<Timer>()
     private var blockedKeys: [String: KeyBlock] = [:]
     private var keyStrikes: [String: Int] = [:]
+    /// Outstanding messages per rate key (token, topic or condition).
+    private var outstandingPerKey: [String: Int] = [:]
     private var dedupe: UpstreamDeduplicator
     private var random: SplitMix64
     private var nextConnectionID = 1
@@ -98,10 +100,13 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         if shuttingDown || intakeClosed {
             return [.event(.rejected(messageID: record.messageID, field: "", error: "ccsd is shutting down; the message was not accepted", line: line))]
         }
-        guard store.insert(record) else {
+        // An id still awaiting CCS's answer on some connection (a copy abandoned at shutdown) counts too:
+        // its late ack must never resolve a new message.
+        guard !sessions.values.contains(where: { $0.sentAt[record.messageID] != nil }), store.insert(record) else {
             return [.event(.rejected(messageID: record.messageID, field: "message_id",
                                      error: "message_id: must be unique among outstanding messages (got a duplicate)", line: line))]
         }
+        outstandingPerKey[record.rateKey, default: 0] += 1
         places[record.messageID] = .queued
         readyQueue.push(record.messageID)
         timers.schedule(at: record.expiresAt, .expiry(record.messageID))
@@ -129,8 +134,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         switch message {
         case .ack(let ack):
             guard resolve(ack.messageID, on: id) else { break }
-            guard let record = store.remove(ack.messageID) else { break }
-            places[ack.messageID] = nil
+            guard let record = removeRecord(ack.messageID) else { break }
             keyStrikes[record.rateKey] = nil
             counters.acked += 1
             actions.append(.event(.acked(
@@ -235,9 +239,10 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
                     open(slot: slot, actions: &actions)
                 }
             case .expiry(let messageID):
-                // Waiting or in flight alike: an in-flight message keeps its window slot until its ack,
-                // nack or connection end, but it is final now and never resent.
-                if let record = store.record(messageID), record.isExpired(now: now) {
+                // A message on the wire waits for its ack or nack (CCS may well accept it; the ack timeout
+                // bounds the wait); if it comes back unresolved, the resend path sees it expired.
+                if let record = store.record(messageID), let place = places[messageID], record.isExpired(now: now) {
+                    if case .inFlight = place { break }
                     expire(messageID, actions: &actions)
                 }
             case .ackTimeout(let messageID, let connection):
@@ -303,6 +308,8 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
 
     /// Timers held, live and stale (for tests of the memory bound).
     var timerCount: Int { timers.count }
+    /// Rate keys with bookkeeping (for tests of the memory bound).
+    var rateKeysTracked: Int { keyStrikes.count + blockedKeys.count + outstandingPerKey.count }
 
     // MARK: Outcomes
 
@@ -371,17 +378,30 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
     }
 
     private mutating func finish(_ messageID: String, event: DispatcherEvent, actions: inout [DispatcherAction]) {
-        guard store.remove(messageID) != nil else { return }
-        places[messageID] = nil
+        guard removeRecord(messageID) != nil else { return }
         counters.nacked += 1
         actions.append(.event(event))
     }
 
     private mutating func expire(_ messageID: String, actions: inout [DispatcherAction]) {
-        guard store.remove(messageID) != nil else { return }
-        places[messageID] = nil
+        guard removeRecord(messageID) != nil else { return }
         counters.expired += 1
         actions.append(.event(.expired(messageID: messageID)))
+    }
+
+    /// The one place a message leaves the store (it is final). Per-key rate-limit memory goes with the
+    /// last outstanding message of its key, so it follows what is outstanding.
+    private mutating func removeRecord(_ messageID: String) -> MessageRecord? {
+        guard let record = store.remove(messageID) else { return nil }
+        places[messageID] = nil
+        let remaining = (outstandingPerKey[record.rateKey] ?? 1) - 1
+        if remaining > 0 {
+            outstandingPerKey[record.rateKey] = remaining
+        } else {
+            outstandingPerKey[record.rateKey] = nil
+            keyStrikes[record.rateKey] = nil
+        }
+        return record
     }
 
     private mutating func stop(reason: String, actions: inout [DispatcherAction]) {

@@ -250,7 +250,9 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         wakeTimer = loop.schedule(after: max(0, next - now())) { [weak self] in
             guard let self else { return }
             self.wakeAt = nil
-            self.perform(self.dispatcher.tick(now: self.now()))
+            // One more loop turn first: socket reads that queued up while the loop was busy (a slow events
+            // consumer) run before timeouts are judged, so ccsd's own stall never looks like a silent server.
+            self.loop.execute { [self] in self.perform(self.dispatcher.tick(now: self.now())) }
         }
     }
 

@@ -543,6 +543,7 @@ public final class TLSConnection {
 
     private func beginClosing() {
         flushPendingPlaintext()  // what was written before close() goes out before close_notify
+        guard state == .ready else { return }  // that flush failed and already finished the connection
         state = .closing
         timer?.cancel()
         timer = eventLoop.schedule(after: Self.closeGraceSeconds) { [weak self] in self?.closeGraceExpired() }
