@@ -607,3 +607,36 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(!dispatcher.received(.ack(.init(messageID: "sent")), on: 1, now: 1).contains { if case .event = $0 { true } else { false } })
     }
 }
+
+@Suite struct DispatcherAckTimeoutTests {
+    /// After ccsd itself stalled, acks arrive late but arrive: a connection that is resolving messages is not
+    /// dropped for the wait ccsd caused.
+    @Test func aConnectionStillResolvingOthersGetsMoreTime() {
+        var h = DispatcherTests.Harness(window: 10, ackTimeout: 30)
+        h.startReady()
+        h.accept("m-1")
+        h.accept("m-2")
+        h.advance(to: 29)
+        h.ack("m-2", on: 1)  // resolved at 29: the connection is alive
+        h.advance(to: 30)
+        #expect(h.aborts.isEmpty)
+        h.ack("m-1", on: 1)
+        h.advance(to: 200)
+        #expect(h.aborts.isEmpty)
+    }
+
+    /// One message ignored forever while others are acked still ends the connection, after four timeouts.
+    @Test func oneMessageIgnoredForeverStillEndsTheConnection() {
+        var h = DispatcherTests.Harness(window: 10, ackTimeout: 30)
+        h.startReady()
+        h.accept("ignored")
+        for i in 0..<12 {
+            h.advance(to: Double(i) * 10 + 5)
+            h.accept("m-\(i)")
+            h.ack("m-\(i)", on: 1)
+        }
+        #expect(h.aborts.isEmpty)
+        h.advance(to: 120)
+        #expect(h.aborts == [1])
+    }
+}

@@ -120,7 +120,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
     public mutating func connectionReady(_ id: Int, now: Double) -> [DispatcherAction] {
         guard var session = sessions[id] else { return [] }
         if shuttingDown { return [.close(connection: id)] }  // logged in just as the pool closes
-        session.becameReady()
+        session.becameReady(now: now)
         sessions[id] = session
         if let slot = slotOfConnection[id] { slots[slot].failures = 0 }
         var actions: [DispatcherAction] = [.event(.connection(id: id, endpoint: session.endpoint, state: .connected, reason: nil))]
@@ -133,7 +133,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
         var actions: [DispatcherAction] = []
         switch message {
         case .ack(let ack):
-            guard resolve(ack.messageID, on: id) else { break }
+            guard resolve(ack.messageID, on: id, now: now) else { break }
             guard let record = removeRecord(ack.messageID) else { break }
             keyStrikes[record.rateKey] = nil
             counters.acked += 1
@@ -142,14 +142,14 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
                 canonicalRegistrationID: ack.canonicalRegistrationID,
                 group: Dispatcher.group(ack.success, ack.failure, ack.failedRegistrationIDs))))
         case .nack(let nack):
-            guard resolve(nack.messageID, on: id) else { break }
+            guard resolve(nack.messageID, on: id, now: now) else { break }
             nackReceived(nack, on: id, now: now, actions: &actions)
         case .stanzaError(let error):
             guard let messageID = error.resolvedMessageID else {
                 counters.unmatchedResolutions += 1
                 break
             }
-            guard resolve(messageID, on: id) else { break }  // counted by resolve
+            guard resolve(messageID, on: id, now: now) else { break }  // counted by resolve
             finish(messageID, event: .nacked(
                 messageID: messageID, error: error.condition, description: error.text, final: true,
                 invalidToken: false, group: nil), actions: &actions)
@@ -246,9 +246,17 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
                     expire(messageID, actions: &actions)
                 }
             case .ackTimeout(let messageID, let connection):
-                guard let sentAt = sessions[connection]?.sentAt[messageID],
-                      now - sentAt >= configuration.ackTimeout else { break }
-                let reason = "no ack or nack for \(messageID) within \(configuration.ackTimeout) s"
+                guard let session = sessions[connection], let sentAt = session.sentAt[messageID] else { break }
+                // Unresponsive: nothing resolved on the connection for `ackTimeout` while this message waited
+                // that long, or this one message waited four times as long. A connection still resolving
+                // others (say, after ccsd itself was slow to read) gets more time.
+                let silentFor = now - session.lastResolutionAt
+                if silentFor < configuration.ackTimeout, now - sentAt < 4 * configuration.ackTimeout {
+                    let next = min(session.lastResolutionAt + configuration.ackTimeout, sentAt + 4 * configuration.ackTimeout)
+                    timers.schedule(at: next, .ackTimeout(messageID, connection: connection))
+                    break
+                }
+                let reason = "no ack or nack for \(messageID) after \(Int(now - sentAt)) s"
                 counters.ackTimeouts += 1
                 actions.append(.abort(connection: connection, reason: reason))
                 actions += connectionEnded(connection, .lost(reason: reason), now: now)
@@ -429,8 +437,8 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
     // MARK: Connections
 
     /// Resolves `messageID` in flight on connection `id`; false (and counted) when it is not.
-    private mutating func resolve(_ messageID: String, on id: Int) -> Bool {
-        guard var session = sessions[id], session.resolve(messageID) else {
+    private mutating func resolve(_ messageID: String, on id: Int, now: Double) -> Bool {
+        guard var session = sessions[id], session.resolve(messageID, now: now) else {
             counters.unmatchedResolutions += 1
             return false
         }

@@ -16,8 +16,9 @@ public struct DispatcherConfiguration: Sendable, Equatable {
     public var reconnectBackoff: Backoff
     /// Seconds an upstream message_id is remembered for deduplication.
     public var upstreamDedupeWindow: Double
-    /// Seconds a sent message may wait for its ack or nack before its connection is taken as broken,
-    /// closed, and what was in flight on it resent elsewhere.
+    /// Seconds a sent message may wait for its ack or nack while its connection resolves nothing at all
+    /// (or four times this, whatever the connection does) before the connection is taken as broken,
+    /// dropped, and what was in flight on it resent elsewhere.
     public var ackTimeout: Double
     /// Seconds a draining connection may stay open before ccsd closes it itself (the server should close it).
     public var drainTimeout: Double

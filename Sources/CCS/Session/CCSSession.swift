@@ -36,9 +36,13 @@ public struct CCSSession: Sendable {
 
     public var canSend: Bool { phase == .ready && window.canSend }
 
-    public mutating func becameReady() {
+    /// When this connection last resolved a message (ack, nack, stanza error), or logged in: seconds.
+    public private(set) var lastResolutionAt = 0.0
+
+    public mutating func becameReady(now: Double) {
         guard phase == .connecting else { preconditionFailure("becameReady in phase \(phase)") }
         phase = .ready
+        lastResolutionAt = now
     }
 
     /// Records a send at `now`. The caller checked `canSend`.
@@ -49,8 +53,9 @@ public struct CCSSession: Sendable {
     }
 
     /// An ack or nack arrived for `messageID`; returns false when it was not in flight here.
-    public mutating func resolve(_ messageID: String) -> Bool {
+    public mutating func resolve(_ messageID: String, now: Double) -> Bool {
         guard sentAt.removeValue(forKey: messageID) != nil else { return false }
+        lastResolutionAt = now
         window.didResolve()
         return true
     }
