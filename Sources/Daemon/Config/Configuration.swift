@@ -24,7 +24,7 @@ import Foundation
 /// | `keepalive_seconds`, `dead_peer_seconds` | number > 0, dead > keepalive | 30, 90 |
 /// | `max_stanza_bytes` | integer 1024…16777216 | 1048576 |
 /// | `shutdown_grace_seconds` | number > 0 | 10 (on SIGTERM: time to finish outstanding messages) |
-/// | `ack_timeout_seconds` | number > 0 | 60 (no ack or nack by then: the connection is dropped, its messages resent) |
+/// | `ack_timeout_seconds` | number > 0 | 60 (a connection resolving nothing that long is dropped, its messages resent) |
 /// | `drain_timeout_seconds` | number > 0 | 300 (a draining stream the server has not closed by then is closed by ccsd) |
 ///
 /// The server key comes from `--server-key-file`, else the `CCSD_SERVER_KEY` environment variable, else
