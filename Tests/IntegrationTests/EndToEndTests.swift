@@ -206,3 +206,29 @@ import CorpusFixtures
         #expect(run.emulator.stats().downstreamReceived == valid)
     }
 }
+
+/// Intake edge cases through the real reader: each bad line is its own clear rejection and the rest flow on.
+@Suite struct IntakeEdgeCaseTests {
+    @Test func badLinesAreRejectedOneByOneAndTheRestFlowOn() async throws {
+        let run = try DaemonRun()
+        defer { run.stop(); run.cleanUp() }
+        var input = Data()
+        input.append(Data(#"{"to":"tok-1","message_id":"ok-1","data":{"a":"b"}}"#.utf8 + [0x0A]))
+        input.append(Data("\n   \n".utf8))                                                  // blank lines: skipped
+        input.append(Data(String(repeating: "x", count: 70_000).utf8 + [0x0A]))             // over 64 KiB
+        input.append(Data([0x7B, 0x22, 0xFF, 0xFE, 0x22, 0x7D, 0x0A]))                      // invalid UTF-8
+        input.append(Data(#"{"to":"tok-2","message_id":"ok-2","data":{"a":"b"}}"#.utf8 + [0x0A]))
+        input.append(Data("[1,2,3]\n".utf8))                                                // not an object
+        input.append(Data(#"{"to":"tok-3","message_id":"ok-3","data":{"a":"b"}}"#.utf8))    // no final newline
+        run.inputWriter.write(input)
+        run.endInput()
+        await waitUntil("ccsd done", timeout: 20) { run.exited != nil }
+        #expect(run.exited == 0)
+        #expect(Set(run.events("acked").compactMap { $0["message_id"]?.stringValue }) == ["ok-1", "ok-2", "ok-3"])
+        let rejected = run.events("rejected")
+        #expect(rejected.compactMap { $0["line"]?.intValue } == [4, 5, 7])
+        #expect(rejected.allSatisfy { $0["field"] == .string("") })
+        #expect(rejected.first?["error"]?.stringValue?.contains("longer than 65536 bytes") == true)
+        #expect(rejected.last?["error"]?.stringValue?.contains("not a JSON object") == true)
+    }
+}
