@@ -9,7 +9,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
 
     /// A harness that keeps the dispatcher and remembers what it asked for.
     struct Harness {
-        var dispatcher: Dispatcher<InMemoryMessageStore>
+        var dispatcher: Dispatcher
         var now = 0.0
         var events: [DispatcherEvent] = []
         var sends: [(connection: Int, messageID: String)] = []

@@ -11,10 +11,11 @@
 ///   other endpoint at once, and resends what is still in flight there when it closes;
 /// - transient nacks back off per message, RATE_EXCEEDED backs off per token or topic, and neither stalls
 ///   other messages.
-public struct Dispatcher<Store: MessageStore>: Sendable {
+public struct Dispatcher: Sendable {
     public let configuration: DispatcherConfiguration
     public private(set) var counters = DispatcherCounters()
-    public private(set) var store: Store
+    /// Where accepted messages live until final (the seam for a durable store).
+    public private(set) var store: any MessageStore
     /// Sessions by connection id, draining ones included.
     public private(set) var sessions: [Int: CCSSession] = [:]
     /// Set once an authentication failure stopped the pool.
@@ -64,7 +65,7 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
     /// No new messages: a graceful stop is finishing what is outstanding.
     private var intakeClosed = false
 
-    public init(configuration: DispatcherConfiguration, store: Store) {
+    public init(configuration: DispatcherConfiguration, store: some MessageStore) {
         precondition(!configuration.endpoints.isEmpty, "at least one endpoint")
         self.configuration = configuration
         self.store = store
@@ -438,11 +439,11 @@ public struct Dispatcher<Store: MessageStore>: Sendable {
 
     /// Resolves `messageID` in flight on connection `id`; false (and counted) when it is not.
     private mutating func resolve(_ messageID: String, on id: Int, now: Double) -> Bool {
-        guard var session = sessions[id], session.resolve(messageID, now: now) else {
+        // Mutated in place: copying the session out would copy its in-flight table on every ack.
+        guard sessions[id]?.resolve(messageID, now: now) == true else {
             counters.unmatchedResolutions += 1
             return false
         }
-        sessions[id] = session
         return true
     }
 

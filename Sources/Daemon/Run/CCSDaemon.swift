@@ -12,7 +12,7 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
     // @unchecked Sendable: every stored property is touched only on `loop`.
     public let loop: EventLoop
     public let configuration: Configuration
-    private var dispatcher: Dispatcher<InMemoryMessageStore>
+    private var dispatcher: Dispatcher
     private var clients: [Int: XMPPClient] = [:]
     private let outlet: EventOutlet
     private let logger: Logger
