@@ -101,9 +101,9 @@ public struct Dispatcher: Sendable {
         if shuttingDown || intakeClosed {
             return [.event(.rejected(messageID: record.messageID, field: "", error: "ccsd is shutting down; the message was not accepted", line: line))]
         }
-        // An id still awaiting CCS's answer on some connection (a copy abandoned at shutdown) counts too:
-        // its late ack must never resolve a new message.
-        guard !sessions.values.contains(where: { $0.sentAt[record.messageID] != nil }), store.insert(record) else {
+        // A message on the wire stays in the store until it is resolved, so its id cannot be reused and a late
+        // ack can never resolve a new message (abandoning at shutdown closes intake first).
+        guard store.insert(record) else {
             return [.event(.rejected(messageID: record.messageID, field: "message_id",
                                      error: "message_id: must be unique among outstanding messages (got a duplicate)", line: line))]
         }
@@ -155,21 +155,13 @@ public struct Dispatcher: Sendable {
                 messageID: messageID, error: error.condition, description: error.text, final: true,
                 invalidToken: false, group: nil), actions: &actions)
         case .receipt(let receipt):
-            if dedupe.firstSighting(of: receipt.messageID, now: now) {
+            if handOverThenAck(receipt.messageID, from: receipt.from, .receipt(receipt), on: id, now: now, actions: &actions) {
                 counters.receipts += 1
-                actions.append(.event(.receipt(receipt)))
-            } else {
-                counters.upstreamDuplicates += 1
             }
-            actions.append(.ack(connection: id, to: receipt.from, messageID: receipt.messageID))
         case .upstream(let upstream):
-            if dedupe.firstSighting(of: upstream.messageID, now: now) {
+            if handOverThenAck(upstream.messageID, from: upstream.from, .upstream(upstream), on: id, now: now, actions: &actions) {
                 counters.upstream += 1
-                actions.append(.event(.upstream(upstream)))
-            } else {
-                counters.upstreamDuplicates += 1
             }
-            actions.append(.ack(connection: id, to: upstream.from, messageID: upstream.messageID))
         case .control(let controlType):
             if controlType == "CONNECTION_DRAINING" {
                 drain(id, now: now, actions: &actions)
@@ -279,6 +271,7 @@ public struct Dispatcher: Sendable {
     /// grace ran out, step 2), so the app knows which to send again. A message in flight may still have
     /// reached CCS: the description says so.
     public mutating func abandonOutstanding() -> [DispatcherAction] {
+        intakeClosed = true  // abandoned copies may still be on the wire: their ids must not come back
         var actions: [DispatcherAction] = []
         for messageID in places.keys.sorted() {
             let inFlight: Bool = if case .inFlight = places[messageID] { true } else { false }
@@ -373,6 +366,22 @@ public struct Dispatcher: Sendable {
                 timers.schedule(at: block.until, .unblock(record.rateKey))
             }
         }
+    }
+
+    /// An upstream message or receipt: handed over once (a redelivery within the dedupe window is not), then
+    /// ACKed on the connection it came on, either way (ccs-protocol.md §3). Returns true when it was new.
+    private mutating func handOverThenAck(
+        _ messageID: String, from: String, _ event: DispatcherEvent, on id: Int, now: Double,
+        actions: inout [DispatcherAction]
+    ) -> Bool {
+        let isNew = dedupe.firstSighting(of: messageID, now: now)
+        if isNew {
+            actions.append(.event(event))
+        } else {
+            counters.upstreamDuplicates += 1
+        }
+        actions.append(.ack(connection: id, to: from, messageID: messageID))
+        return isNew
     }
 
     /// Puts a message that left the wire unresolved first in line, unless its time_to_live ran out.

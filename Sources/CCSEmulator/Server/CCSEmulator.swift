@@ -225,20 +225,17 @@ public final class CCSEmulator: @unchecked Sendable {
     @discardableResult
     public func drain(connection: Int? = nil) throws(EmulatorError) -> Int {
         try onLoop { () -> Result<Int, EmulatorError> in
-            let target: EmulatorConnection
-            switch readyConnection(connection, allowDraining: false) {
-            case .success(let found): target = found
-            case .failure(let error): return .failure(error)
+            readyConnection(connection, allowDraining: false).map { target in
+                let grace = Double(configuration.drainGraceMilliseconds) / 1000
+                target.startDraining(grace: grace) { [weak self, weak target] in
+                    guard let self, let target, target.phase == .draining else { return }
+                    self.counters.drainedConnections += 1
+                    self.log("drain grace over; closing the stream", connection: target.id)
+                    target.closeStream(condition: nil)
+                }
+                log("CONNECTION_DRAINING sent", connection: target.id)
+                return target.id
             }
-            let grace = Double(configuration.drainGraceMilliseconds) / 1000
-            target.startDraining(grace: grace) { [weak self, weak target] in
-                guard let self, let target, target.phase == .draining else { return }
-                self.counters.drainedConnections += 1
-                self.log("drain grace over; closing the stream", connection: target.id)
-                target.closeStream(condition: nil)
-            }
-            log("CONNECTION_DRAINING sent", connection: target.id)
-            return .success(target.id)
         }.get()
     }
 
@@ -249,29 +246,26 @@ public final class CCSEmulator: @unchecked Sendable {
     @discardableResult
     public func sendUpstream(count: Int, connection: Int? = nil) throws(EmulatorError) -> (connection: Int, messageIDs: [String]) {
         try onLoop { () -> Result<(connection: Int, messageIDs: [String]), EmulatorError> in
-            let target: EmulatorConnection
-            switch readyConnection(connection, allowDraining: true) {
-            case .success(let found): target = found
-            case .failure(let error): return .failure(error)
+            readyConnection(connection, allowDraining: true).map { target in
+                var ids: [String] = []
+                for _ in 0..<max(0, count) {
+                    upstreamSequence += 1
+                    let n = upstreamSequence
+                    var data = OrderedJSON()
+                    data.add("text", Self.upstreamText)
+                    data.add("n", String(n))
+                    var json = OrderedJSON()
+                    json.add("category", "com.example.app")
+                    json.add("data", raw: data.text)
+                    json.add("message_id", "u-\(n)")
+                    json.add("from", "device-\(n)")
+                    json.add("time_to_live", .int(86400))
+                    deliverUpstream(messageID: "u-\(n)", json: json.text, on: target)
+                    counters.upstreamSent += 1
+                    ids.append("u-\(n)")
+                }
+                return (target.id, ids)
             }
-            var ids: [String] = []
-            for _ in 0..<max(0, count) {
-                upstreamSequence += 1
-                let n = upstreamSequence
-                var data = OrderedJSON()
-                data.add("text", Self.upstreamText)
-                data.add("n", String(n))
-                var json = OrderedJSON()
-                json.add("category", "com.example.app")
-                json.add("data", raw: data.text)
-                json.add("message_id", "u-\(n)")
-                json.add("from", "device-\(n)")
-                json.add("time_to_live", .int(86400))
-                deliverUpstream(messageID: "u-\(n)", json: json.text, on: target)
-                counters.upstreamSent += 1
-                ids.append("u-\(n)")
-            }
-            return .success((target.id, ids))
         }.get()
     }
 
@@ -280,14 +274,11 @@ public final class CCSEmulator: @unchecked Sendable {
     @discardableResult
     public func sendReceipt(originalMessageID: String, connection: Int? = nil) throws(EmulatorError) -> Int {
         try onLoop { () -> Result<Int, EmulatorError> in
-            let target: EmulatorConnection
-            switch readyConnection(connection, allowDraining: true) {
-            case .success(let found): target = found
-            case .failure(let error): return .failure(error)
+            readyConnection(connection, allowDraining: true).map { target in
+                sendReceipt(originalMessageID: originalMessageID, target: seen[originalMessageID]?.target ?? "unknown-token",
+                            on: target)
+                return target.id
             }
-            sendReceipt(originalMessageID: originalMessageID, target: seen[originalMessageID]?.target ?? "unknown-token",
-                        on: target)
-            return .success(target.id)
         }.get()
     }
 
@@ -295,15 +286,12 @@ public final class CCSEmulator: @unchecked Sendable {
     @discardableResult
     public func ping(connection: Int? = nil) throws(EmulatorError) -> Int {
         try onLoop { () -> Result<Int, EmulatorError> in
-            let target: EmulatorConnection
-            switch readyConnection(connection, allowDraining: true) {
-            case .success(let found): target = found
-            case .failure(let error): return .failure(error)
+            readyConnection(connection, allowDraining: true).map { target in
+                pingSequence += 1
+                target.write(ServerStanzas.ping(id: "emu-ping-\(pingSequence)", from: configuration.jidDomain))
+                counters.pingsSent += 1
+                return target.id
             }
-            pingSequence += 1
-            target.write(ServerStanzas.ping(id: "emu-ping-\(pingSequence)", from: configuration.jidDomain))
-            counters.pingsSent += 1
-            return .success(target.id)
         }.get()
     }
 
@@ -313,14 +301,11 @@ public final class CCSEmulator: @unchecked Sendable {
     @discardableResult
     public func sendStreamError(condition: String, text: String? = nil, connection: Int? = nil) throws(EmulatorError) -> Int {
         try onLoop { () -> Result<Int, EmulatorError> in
-            let target: EmulatorConnection
-            switch liveConnection(connection) {
-            case .success(let found): target = found
-            case .failure(let error): return .failure(error)
+            liveConnection(connection).map { target in
+                log("sending stream error \(condition)", connection: target.id)
+                target.closeStream(condition: condition, text: text)
+                return target.id
             }
-            log("sending stream error \(condition)", connection: target.id)
-            target.closeStream(condition: condition, text: text)
-            return .success(target.id)
         }.get()
     }
 
@@ -328,14 +313,11 @@ public final class CCSEmulator: @unchecked Sendable {
     @discardableResult
     public func disconnect(connection: Int? = nil) throws(EmulatorError) -> Int {
         try onLoop { () -> Result<Int, EmulatorError> in
-            let target: EmulatorConnection
-            switch liveConnection(connection) {
-            case .success(let found): target = found
-            case .failure(let error): return .failure(error)
+            liveConnection(connection).map { target in
+                log("disconnecting abruptly", connection: target.id)
+                target.abort()
+                return target.id
             }
-            log("disconnecting abruptly", connection: target.id)
-            target.abort()
-            return .success(target.id)
         }.get()
     }
 
