@@ -120,14 +120,23 @@ public final class TLSConnection {
                            reason: "\(buffered) bytes buffered; \(bytes.count) more would exceed the bound of \(maxBufferedWriteBytes) bytes")
         }
         pendingPlaintext.append(bytes)
-        if state == .ready, !plaintextFlushScheduled {
-            // Coalesce: every write of this loop turn goes out as few TLS records and one send().
-            plaintextFlushScheduled = true
-            let me = UncheckedSendable(self)
-            eventLoop.execute { me.value.flushPendingPlaintext() }
+        if state == .ready {
+            if pendingPlaintext.count >= Self.coalesceBytes {
+                // Bulk output goes to the socket at once, so the kernel's buffers fill before ours do
+                // and `writeBufferFull` means the peer really is not reading.
+                flushPendingPlaintext()
+            } else if !plaintextFlushScheduled {
+                // Coalesce: the small writes of this loop turn go out as few TLS records and one send().
+                plaintextFlushScheduled = true
+                let me = UncheckedSendable(self)
+                eventLoop.execute { me.value.flushPendingPlaintext() }
+            }
         }
         if bufferedBytes > maxBufferedWriteBytes / 2 { wantsDrainNotification = true }
     }
+
+    /// Plaintext held for the end of the loop turn before it is encrypted at once: 64 KiB.
+    static let coalesceBytes = 64 * 1024
 
     /// Encrypts the plaintext queued by `write` and hands it to the socket.
     private func flushPendingPlaintext() {
