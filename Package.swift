@@ -34,7 +34,7 @@ let package = Package(
         .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator"]),
         .executableTarget(name: "ccsd-bench", dependencies: ["Daemon", "CCSEmulator"]),
 
-        // The shared downstream corpus (../shared/corpus) for the unit and end-to-end tests.
+        // The downstream corpus (Tests/Corpus) for the unit and end-to-end tests.
         .target(name: "CorpusFixtures", dependencies: ["CCS"], path: "Tests/CorpusFixtures"),
 
         // Unit tests: no sockets.

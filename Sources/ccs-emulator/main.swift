@@ -1,5 +1,5 @@
 // ccs-emulator: a stand-in for FCM's XMPP connection server (CCS) on loopback, for tests and the demo.
-// Behaviour: docs in CCSEmulator and /work/shared/ccs-protocol.md. Logs to stderr; exits 0 on SIGTERM/SIGINT.
+// Behaviour: docs in CCSEmulator and docs/ccs-protocol.md. Logs to stderr; exits 0 on SIGTERM/SIGINT.
 import CCSEmulator
 import Dispatch
 import Foundation

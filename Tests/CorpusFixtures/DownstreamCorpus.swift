@@ -1,7 +1,7 @@
 import CCS
 import Foundation
 
-/// One line of ../shared/corpus/downstream.jsonl (see its README): an intake line and what validation must say.
+/// One line of Tests/Corpus/downstream.jsonl (see its README): an intake line and what validation must say.
 public struct CorpusCase: Sendable, CustomStringConvertible {
     public let number: Int
     public let name: String
@@ -15,10 +15,10 @@ public struct CorpusCase: Sendable, CustomStringConvertible {
 }
 
 public enum DownstreamCorpus {
-    /// `<repo>/../shared/corpus/downstream.jsonl`, found from this source file (Tests/CorpusFixtures/ → repo root).
+    /// `Tests/Corpus/downstream.jsonl`, found from this source file (Tests/CorpusFixtures/ → Tests/).
     public static let url: URL = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-        .appendingPathComponent("../shared/corpus/downstream.jsonl").standardizedFileURL
+        .deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Corpus/downstream.jsonl").standardizedFileURL
 
     /// The cases, or the reason they could not be read.
     public static let loaded: Result<[CorpusCase], CorpusError> = load()
@@ -30,7 +30,7 @@ public enum DownstreamCorpus {
 
     static func load() -> Result<[CorpusCase], CorpusError> {
         guard let text = try? String(contentsOf: url, encoding: .utf8) else {
-            return .failure(CorpusError(description: "cannot read the downstream corpus at \(url.path): the repository must be cloned with shared/ as a sibling directory"))
+            return .failure(CorpusError(description: "cannot read the downstream corpus at \(url.path)"))
         }
         var cases: [CorpusCase] = []
         for (index, line) in text.split(separator: "\n", omittingEmptySubsequences: true).enumerated() {

@@ -3,7 +3,7 @@ import Foundation
 import Testing
 @testable import Daemon
 
-/// Configuration file, flags and the server key (issue 3 §7): every unknown or invalid key is a clear error.
+/// Configuration file, flags and the server key: every unknown or invalid key is a clear error.
 @Suite struct ConfigurationTests {
     func load(_ json: String) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration()

@@ -2,7 +2,7 @@ import CCS
 import Testing
 @testable import Daemon
 
-/// Event lines on the outlet (issue 3 §7, "Outlet"): one JSON object each, with an `event` field.
+/// Event lines on the outlet: one JSON object each, with an `event` field.
 @Suite struct EventEncodingTests {
     func decode(_ event: DispatcherEvent) throws -> [String: JSONValue] {
         let line = event.jsonLine()

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 import Testing
 
-/// The plain-TCP control channel answers one JSON line per command line (issue 3 §6).
+/// The plain-TCP control channel answers one JSON line per command line.
 @Suite struct EmulatorControlChannelTests {
     @Test func commandLinesGetJSONLines() async throws {
         let harness = try EmulatorHarness()

@@ -5,7 +5,7 @@ import Testing
 import XMLStream
 import XMPP
 
-/// The real `XMPPClient` against the emulator over TLS on loopback (issue 3 §6).
+/// The real `XMPPClient` against the emulator over TLS on loopback.
 @Suite(.serialized) struct EmulatorLoopbackTests {
     @Test func loginSucceedsWithSenderJID() async throws {
         let harness = try EmulatorHarness()

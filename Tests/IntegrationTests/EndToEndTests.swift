@@ -5,7 +5,7 @@ import Foundation
 import Testing
 import CorpusFixtures
 
-/// ccsd end to end against the emulator over real TLS on loopback (issue 3 §9).
+/// ccsd end to end against the emulator over real TLS on loopback.
 @Suite(.serialized) struct EndToEndTests {
     @Test func drainFailoverUnderLoadLosesNothing() async throws {
         // Acks take 500 ms and the drain grace is 30 ms, so messages are still in flight when the server

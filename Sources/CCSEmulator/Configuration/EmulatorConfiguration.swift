@@ -1,7 +1,7 @@
 import TLS
 import XMLStream
 
-/// Everything the CCS emulator can be told (issue 3 §6; behaviour per ccs-protocol.md).
+/// Everything the CCS emulator can be told (behaviour per ccs-protocol.md).
 public struct EmulatorConfiguration: Sendable {
     /// One address to listen on; port 0 = an ephemeral port (see `CCSEmulator.ports`).
     public struct ListenAddress: Sendable, Hashable, CustomStringConvertible {

@@ -1,7 +1,7 @@
 import CCS
 
 extension CCSEmulator {
-    /// Runs one control-channel line and returns one JSON line (no newline) (issue 3 §6).
+    /// Runs one control-channel line and returns one JSON line (no newline).
     ///
     /// Commands (`[connection]` is an emulator connection id; default: the oldest ready/live one):
     /// `drain [connection]`, `upstream N [connection]`, `receipt ID [connection]`, `ping [connection]`,

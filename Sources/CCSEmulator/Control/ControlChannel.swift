@@ -1,7 +1,7 @@
 import Dispatch
 import Glibc
 
-/// The line-based control channel of `ccs-emulator` (issue 3 §6): a plain TCP listener (no TLS; bind it to
+/// The line-based control channel of `ccs-emulator`: a plain TCP listener (no TLS; bind it to
 /// loopback) that takes one command per line and answers one JSON line, via `CCSEmulator.handle(commandLine:)`.
 ///
 /// Lines are capped at 64 KiB (longer: an error line, then the connection is closed); answers are written

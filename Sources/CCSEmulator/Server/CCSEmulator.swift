@@ -5,7 +5,7 @@ import Synchronization
 import TLS
 import XMLStream
 
-/// An in-process CCS (FCM XMPP connection server) for tests, the benchmark and the demo (issue 3 §6).
+/// An in-process CCS (FCM XMPP connection server) for tests, the benchmark and the demo.
 ///
 /// Speaks server-side XMPP over direct TLS as ccs-protocol.md §1 describes, answers downstream messages
 /// with acks, nacks and stanza errors per `EmulatorConfiguration` (§3–4), sends upstream messages,

@@ -4,7 +4,7 @@ import XMLStream
 /// One client connection to the emulator: TLS, a stream parser, the server negotiation, and the CCS
 /// per-connection state. Confined to the emulator's loop; the `CCSEmulator` performs the CCS logic.
 final class EmulatorConnection: TLSConnectionDelegate {
-    /// Where the connection is; draining is a state (style.md §3), not a flag.
+    /// Where the connection is; draining is a state, not a flag.
     enum Phase: Equatable {
         /// TLS handshake or XMPP negotiation in progress.
         case negotiating

@@ -1,6 +1,6 @@
 import CCS
 
-/// Counters of one emulator run (issue 3 §6); a snapshot, taken on the loop by `CCSEmulator.stats()`.
+/// Counters of one emulator run; a snapshot, taken on the loop by `CCSEmulator.stats()`.
 public struct EmulatorStats: Sendable, Equatable {
     /// TLS connections accepted (handshake started).
     public var connectionsAccepted = 0

@@ -1,7 +1,7 @@
 import CCS
 import Foundation
 
-/// ccsd's settings: a JSON file in `config/`, then command-line flags on top (issue 3 §7).
+/// ccsd's settings: a JSON file in `config/`, then command-line flags on top.
 ///
 /// File keys (all optional but `sender_id`; unknown keys are errors, with a suggestion when close):
 ///

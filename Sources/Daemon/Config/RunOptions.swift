@@ -1,7 +1,7 @@
 import CCS
 import Foundation
 
-/// `ccsd run` command-line options (issue 3 §7). Flags override the configuration file.
+/// `ccsd run` command-line options. Flags override the configuration file.
 public struct RunOptions: Sendable, Equatable {
     public var configPath: String?
     public var endpoints: [Endpoint] = []

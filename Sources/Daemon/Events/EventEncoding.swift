@@ -1,8 +1,7 @@
 import CCS
 
 extension DispatcherEvent {
-    /// The event as one JSON object with an `event` field, keys in alphabetical order, then a newline
-    /// (issue 3 §7, "Outlet").
+    /// The event as one JSON object with an `event` field, keys in alphabetical order, then a newline.
     ///
     /// Shapes: `accepted {message_id}`, `rejected {message_id?, field, error, line?}`,
     /// `acked {message_id, to, registration_id?, success?, failure?, failed_registration_ids?}`,

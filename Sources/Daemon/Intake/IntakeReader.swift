@@ -2,7 +2,7 @@ import CCS
 import Foundation
 
 /// Reads downstream messages as JSON lines from a file or stdin on its own thread, validates them there
-/// (off the event loop), and hands batches to the daemon in input order (issue 3 §7, "Intake").
+/// (off the event loop), and hands batches to the daemon in input order.
 ///
 /// A line that is blank is skipped; a line that is invalid becomes a `rejected` event and the rest flow on.
 /// A message without a message_id gets a unique one. The reader waits while the daemon holds too many

@@ -3,7 +3,7 @@ import Dispatch
 import Foundation
 import TLS
 
-/// The `ccsd` command line: `ccsd run …` (issue 3 §7).
+/// The `ccsd` command line: `ccsd run …`.
 public enum CCSDCommand {
     /// Runs the command; returns the process exit code (0 done, 2 usage or configuration, 3 authentication).
     public static func main(_ arguments: [String]) -> Int32 {

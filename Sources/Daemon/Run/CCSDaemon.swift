@@ -6,7 +6,7 @@ import XMLStream
 import XMPP
 
 /// The running daemon: the dispatcher (pure) driven on one event loop, one `XMPPClient` per connection,
-/// intake lines in, events out (issue 3 §2–§7). Confined to `loop`; other threads reach it through
+/// intake lines in, events out. Confined to `loop`; other threads reach it through
 /// `loop.execute`.
 public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
     // @unchecked Sendable: every stored property is touched only on `loop`.
