@@ -1,6 +1,6 @@
 import XMLStream
 
-// The hostile batch, shared by HostileInputTests and by Valgrind.docc/run-hostile.sh (which compiles this
+// The hostile batch, shared by HostileInputTests and by scripts/valgrind-hostile-xml (which compiles this
 // file and TestSupport.swift into a plain synchronous program to run under valgrind): so no Testing here.
 
 /// One malformed or hostile input and the error it must end in.
