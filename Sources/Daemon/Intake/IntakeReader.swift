@@ -130,7 +130,7 @@ public final class IntakeReader: @unchecked Sendable {
             }
             if oversized {
                 batch.append(.invalid(line: lineNumber, messageID: nil, error: ValidationError(
-                    code: .v1Format, field: "", rule: "the line is longer than \(Self.maxLineBytes) bytes")))
+                    code: .lineTooLong, field: "", rule: "the line is longer than \(Self.maxLineBytes) bytes")))
                 return
             }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
