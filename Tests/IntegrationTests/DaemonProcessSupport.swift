@@ -104,7 +104,7 @@ final class CCSDProcess: @unchecked Sendable {
 /// A producer writing to a FIFO as a well-behaved one does: opens it for writing without blocking (retrying
 /// while no reader has it open, up to `timeout` seconds), writes each line whole, closes it.
 /// Returns false if the FIFO had no reader for `timeout` seconds or a write failed.
-func produce(_ lines: [String], into fifo: String, timeout: Double = 5) -> Bool {
+func produce(_ lines: [String], into fifo: String, timeout: Double = 15) -> Bool {
     let deadline = Date().addingTimeInterval(timeout)
     var fd: Int32 = -1
     while fd < 0 {

@@ -57,6 +57,16 @@ import Testing
         #expect(ccsd.events("acked").count == 2)
     }
 
+    /// With `--exit-when-done` and no producer yet, the reader waits in open(2), but only its own thread:
+    /// ccsd logs in, and SIGTERM still stops it gracefully with exit 0.
+    @Test func exitWhenDoneWaitingForAProducerStillStopsOnSIGTERM() async throws {
+        let ccsd = try CCSDProcess(extraArguments: ["--exit-when-done"])
+        defer { ccsd.cleanUp() }
+        await waitUntil("ccsd logged in while waiting for a producer", timeout: 15) { ccsd.emulator.stats().authenticated >= 1 }
+        #expect(ccsd.stop(signal: SIGTERM) == 0, "log:\n\(ccsd.log)")
+        #expect(ccsd.log.contains("msg=stopped"), "log:\n\(ccsd.log)")
+    }
+
     /// An input that cannot be opened is a usage error naming the path, exit 2, before any connection.
     @Test func missingInputIsAUsageErrorNamingThePath() async throws {
         let missing = NSTemporaryDirectory() + "ccsd-no-such-input-\(UUID().uuidString)"
