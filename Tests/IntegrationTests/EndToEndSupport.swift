@@ -14,6 +14,8 @@ final class DaemonRun: Sendable {
     let directory: String
     let eventsPath: String
     let inputWriter: FileHandle
+    /// The pipe's read end, kept open until `cleanUp`: the reader thread opens it by its /proc path.
+    private let inputReader: FileHandle
     let loop = EventLoop(label: "e2e.ccsd")
     let daemon: CCSDaemon
     private final class ExitCode: Sendable { let value = Mutex<Int32?>(nil) }
@@ -55,8 +57,9 @@ final class DaemonRun: Sendable {
         let box = exitCode
         daemon = CCSDaemon(configuration: configuration, outlet: outlet, logger: Logger(minimum: .error), loop: loop,
                            exitWhenDone: exitWhenDone) { code in box.value.withLock { $0 = code } }
-        let reader = try IntakeReader(path: inputPath ?? "/proc/self/fd/\(pipe.fileHandleForReading.fileDescriptor)", daemon: daemon)
-        try pipe.fileHandleForReading.close()
+        inputReader = pipe.fileHandleForReading
+        let reader = try IntakeReader(path: inputPath ?? "/proc/self/fd/\(inputReader.fileDescriptor)", daemon: daemon,
+                                      fifoEnd: .whenWritersLeave)
         let daemon = daemon
         loop.execute { daemon.start() }
         reader.start()
@@ -98,6 +101,7 @@ final class DaemonRun: Sendable {
     }
 
     func cleanUp() {
+        try? inputReader.close()
         try? FileManager.default.removeItem(atPath: directory)
     }
 

@@ -5,7 +5,9 @@
 /// `rule` says in words what the field must be; `value` is what it got, rendered as JSON and cut to at most
 /// 80 characters so that long payloads and registration tokens are never echoed in full.
 ///
-/// `description` reads `time_to_live: must be an integer number of seconds from 0 to 2419200 (got "600")`.
+/// `description` reads `time_to_live: must be an integer number of seconds from 0 to 2419200 (got "600")`;
+/// it goes into the `rejected` event, for the app that wrote the line. Logs use `logDescription`, which
+/// carries no value at all (see there).
 /// Source: ccs-protocol.md §3 and the FCM XMPP/HTTP references; decisions in docs/v1-mapping.md.
 public struct ValidationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// One code per rule, so that callers and tests can tell rules apart without parsing text.
@@ -50,6 +52,35 @@ public struct ValidationError: Error, Sendable, Equatable, CustomStringConvertib
         case conflict
         /// A v1 value in the wrong format (ttl duration, header value, apns-priority, …).
         case v1Format
+        /// The line is longer than intake takes.
+        case lineTooLong
+
+        /// The rule in words for logs: fixed text that quotes nothing from the line, phrased to follow a field name.
+        public var logSummary: String {
+            switch self {
+            case .notJSONObject: "the line is not a JSON object"
+            case .targetCount: "needs exactly one target (to or condition; v1: token, topic or condition)"
+            case .multicast: "is not available over XMPP (multicast is HTTP only)"
+            case .targetSyntax: "is not a registration token, notification key or /topics/NAME"
+            case .topicName: "is not a valid topic name"
+            case .conditionSyntax: "is not a valid condition"
+            case .conditionOperators: "has too many operators"
+            case .type: "has the wrong JSON type"
+            case .messageID: "is not a valid message_id"
+            case .priority: "is not a valid priority"
+            case .timeToLive: "is not a valid time_to_live (whole seconds from 0 to 2419200)"
+            case .reservedDataKey: "is a reserved data key"
+            case .dataValue: "must be a string (data values are strings)"
+            case .color: "must be a color in the form #rrggbb"
+            case .locArgs: "must be an array of strings"
+            case .payloadSize: "makes the payload larger than the limit"
+            case .unknownField: "is not a field ccsd knows"
+            case .noLegacyEquivalent: "has no legacy XMPP equivalent"
+            case .conflict: "conflicts with another field that sets the same legacy field"
+            case .v1Format: "is not in the expected format"
+            case .lineTooLong: "the line is too long"
+            }
+        }
     }
 
     /// Which rule was broken.
@@ -74,6 +105,29 @@ public struct ValidationError: Error, Sendable, Equatable, CustomStringConvertib
         var text = field.isEmpty ? rule : "\(field): \(rule)"
         if let value { text += " (got \(value))" }
         return text
+    }
+
+    /// The error as a log line may carry it: `field: summary`, e.g. `notification.color: must be a color in the
+    /// form #rrggbb`, with the summary fixed per `code` (`Code.logSummary`).
+    ///
+    /// Values may be registration tokens or message content (data, notification text), and rule texts may
+    /// quote values too (a v1 conflict quotes the other field's value), so the log rendering takes neither:
+    /// only the field path, whose components longer than `maximumLoggedFieldComponent` characters (a key
+    /// that could be a token) are shortened with `shortenedToken(_:)`. The precise error is in the event.
+    public var logDescription: String {
+        guard !field.isEmpty else { return code.logSummary }
+        return "\(Self.logSafeField(field)): \(code.logSummary)"
+    }
+
+    /// Longest field-path component that logs show as written; FCM's own field names are far shorter.
+    public static let maximumLoggedFieldComponent = 40
+
+    /// `field` with each over-long component shortened (`shortenedToken(_:)`), for logs.
+    public static func logSafeField(_ field: String) -> String {
+        guard field.utf8.count > maximumLoggedFieldComponent else { return field }
+        return field.split(separator: ".", omittingEmptySubsequences: false).map { component in
+            component.count > maximumLoggedFieldComponent ? shortenedToken(String(component)) : String(component)
+        }.joined(separator: ".")
     }
 
     /// The longest rendering of a value in an error, in characters.

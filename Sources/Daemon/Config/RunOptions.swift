@@ -29,9 +29,11 @@ public struct RunOptions: Sendable, Equatable {
           --sender-id ID          the numeric sender ID
           --server-key-file FILE  file holding the server key (else CCSD_SERVER_KEY, else server_key_file)
           --connections N         connections to keep open, 1-1000
-          --input FILE|-          downstream messages, one JSON object per line (default: stdin)
+          --input FILE|-          downstream messages, one JSON object per line (default: stdin); a FIFO
+                                  is read as producers come and go and never ends, but see --exit-when-done
           --events FILE|-         where events go, one JSON object per line (default: stdout)
-          --exit-when-done        exit 0 once the input has ended and every message is final
+          --exit-when-done        exit 0 once the input has ended and every message is final (a FIFO ends
+                                  when no producer has it open any more)
           --log-level LEVEL       stderr log level (default: info; debug adds one line per message)
           -h, --help              this text
         """

@@ -1,46 +1,109 @@
 import CCS
 import Foundation
 
-/// Reads downstream messages as JSON lines from a file or stdin on its own thread, validates them there
-/// (off the event loop), and hands batches to the daemon in input order.
+/// Reads downstream messages as JSON lines from a file, a FIFO or stdin on its own thread, validates them
+/// there (off the event loop), and hands batches to the daemon in input order.
 ///
 /// A line that is blank is skipped; a line that is invalid becomes a `rejected` event and the rest flow on.
 /// A message without a message_id gets a unique one. The reader waits while the daemon holds too many
 /// outstanding messages, so memory stays bounded whatever the input size.
+///
+/// Inputs and their end (decisions in docs/decisions.md, "Intake from a FIFO"):
+/// - stdin (`-`) and regular files are read to end of file.
+/// - A FIFO is opened on the reader thread, never on the caller's, so that waiting for producers holds up
+///   neither signal handling nor connections. With `FIFOEnd.never` (a service) it is opened read-write:
+///   ccsd is then always a writer too, so producers may open, write and close it one after another without
+///   the input ever ending. With `FIFOEnd.whenWritersLeave` (`--exit-when-done`) it is opened read-only:
+///   the open waits for the first producer and the input ends when no producer has it open any more.
+/// - Producers must write whole lines. Lines of at most `PIPE_BUF` (4096) bytes written with one `write(2)`
+///   each never interleave with other producers' lines (POSIX); longer lines from concurrent producers may,
+///   and are then rejected as invalid lines.
 public final class IntakeReader: @unchecked Sendable {
     // @unchecked Sendable: after start() the fields are used only by the reader thread.
-    private let fd: Int32
+    private var fd: Int32
     private let ownsDescriptor: Bool
+    /// A FIFO still to be opened by the reader thread.
+    private let fifoPath: String?
+    private let fifoEnd: FIFOEnd
     private let daemon: CCSDaemon
     private let idPrefix: String
     private var nextID = 0
     /// Longest accepted line, bytes; longer lines are rejected without being buffered whole.
     public static let maxLineBytes = 64 * 1024
 
-    /// - Parameter path: a file, or `-` for stdin.
-    /// - Throws: `ConfigurationError` when the file cannot be opened.
-    public init(path: String, daemon: CCSDaemon) throws(ConfigurationError) {
+    /// When a FIFO given as the input ends.
+    public enum FIFOEnd: Sendable, Equatable {
+        /// Never: a service input. The FIFO is opened read-write, so producers coming and going never end it.
+        case never
+        /// When the last producer has closed it (after a first one opened it): a batch input, for
+        /// `--exit-when-done`. The FIFO is opened read-only.
+        case whenWritersLeave
+    }
+
+    /// Checks the input and opens it, except a FIFO, which the reader thread opens (see the type's notes).
+    ///
+    /// Never blocks on a FIFO without producers: a FIFO is only inspected here (`stat`, access check).
+    /// - Parameters:
+    ///   - path: a file or FIFO, or `-` for stdin.
+    ///   - fifoEnd: when a FIFO input ends; ignored for other inputs.
+    /// - Throws: `ConfigurationError` for `--input`, naming the path, when it does not exist or cannot be
+    ///   opened (a FIFO: when it is not readable or, with `.never`, not writable).
+    public init(path: String, daemon: CCSDaemon, fifoEnd: FIFOEnd = .never) throws(ConfigurationError) {
+        self.fifoEnd = fifoEnd
         if path == "-" {
             fd = 0
             ownsDescriptor = false
+            fifoPath = nil
         } else {
-            let opened = open(path, O_RDONLY | O_CLOEXEC)
-            guard opened >= 0 else {
-                throw ConfigurationError(field: "--input", rule: "cannot open \(path): \(String(cString: strerror(errno)))")
+            var info = stat()
+            guard stat(path, &info) == 0 else { throw Self.openError(path) }
+            switch info.st_mode & S_IFMT {
+            case S_IFIFO:
+                let mode = fifoEnd == .never ? R_OK | W_OK : R_OK
+                guard faccessat(AT_FDCWD, path, mode, AT_EACCESS) == 0 else {
+                    throw Self.openError(path, forWriting: fifoEnd == .never)
+                }
+                fd = -1
+                ownsDescriptor = true
+                fifoPath = path
+            default:
+                let opened = open(path, O_RDONLY | O_CLOEXEC)
+                guard opened >= 0 else { throw Self.openError(path) }
+                fd = opened
+                ownsDescriptor = true
+                fifoPath = nil
             }
-            fd = opened
-            ownsDescriptor = true
         }
         self.daemon = daemon
         var random = SystemRandomNumberGenerator()
         idPrefix = "ccsd-" + String(random.next() & 0xFFFF_FFFF, radix: 36) + "-"
     }
 
-    /// Starts the reader thread.
+    /// `--input: cannot open PATH: REASON` from `errno`.
+    private static func openError(_ path: String, forWriting: Bool = false) -> ConfigurationError {
+        let how = forWriting ? " for reading and writing" : ""
+        return ConfigurationError(field: "--input", rule: "cannot open \(path)\(how): \(String(cString: strerror(errno)))")
+    }
+
+    /// Starts the reader thread. Call after the daemon has started: a FIFO may wait there for producers.
     public func start() {
         let thread = Thread { [self] in run() }
         thread.name = "ccsd-intake"
         thread.start()
+    }
+
+    /// Opens the FIFO on the reader thread (read-write for a service, so it never blocks; read-only for a
+    /// batch, waiting for the first producer). Returns why it failed, or nil.
+    private func openFIFO(_ path: String) -> String? {
+        let flags = (fifoEnd == .never ? O_RDWR : O_RDONLY) | O_CLOEXEC
+        while true {
+            let opened = open(path, flags)
+            if opened >= 0 {
+                fd = opened
+                return nil
+            }
+            if errno != EINTR { return "cannot open \(path): \(String(cString: strerror(errno)))" }
+        }
     }
 
     private func run() {
@@ -67,7 +130,7 @@ public final class IntakeReader: @unchecked Sendable {
             }
             if oversized {
                 batch.append(.invalid(line: lineNumber, messageID: nil, error: ValidationError(
-                    code: .v1Format, field: "", rule: "the line is longer than \(Self.maxLineBytes) bytes")))
+                    code: .lineTooLong, field: "", rule: "the line is longer than \(Self.maxLineBytes) bytes")))
                 return
             }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
@@ -76,6 +139,10 @@ public final class IntakeReader: @unchecked Sendable {
         }
 
         var readError: String?
+        if let fifoPath, let failure = openFIFO(fifoPath) {
+            daemon.loop.execute { [daemon] in daemon.inputFinished(error: failure) }
+            return
+        }
         while true {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if count < 0 {

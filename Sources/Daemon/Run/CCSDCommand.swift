@@ -51,13 +51,7 @@ public enum CCSDCommand {
         let exitCode = ExitBox()
         let daemon = CCSDaemon(configuration: configuration, outlet: outlet, logger: logger, loop: loop,
                                exitWhenDone: options.exitWhenDone) { code in exitCode.set(code) }
-        let reader: IntakeReader
-        do {
-            reader = try IntakeReader(path: options.input, daemon: daemon)
-        } catch {
-            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
-            return 2
-        }
+        // Signals first: nothing below may wait for a producer before SIGTERM can stop ccsd gracefully.
         var signalSources: [DispatchSourceSignal] = []
         for sig in [SIGTERM, SIGINT] {
             signal(sig, SIG_IGN)
@@ -68,6 +62,15 @@ public enum CCSDCommand {
             }
             source.resume()
             signalSources.append(source)
+        }
+        // A FIFO is only checked here; the reader thread opens it once the loop runs (see IntakeReader).
+        let reader: IntakeReader
+        do {
+            reader = try IntakeReader(path: options.input, daemon: daemon,
+                                      fifoEnd: options.exitWhenDone ? .whenWritersLeave : .never)
+        } catch {
+            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            return 2
         }
         loop.execute { daemon.start() }
         reader.start()

@@ -81,7 +81,9 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
                     acceptedAt: now, timeToLive: message.effectiveTimeToLive)
                 perform(dispatcher.accept(record, now: now, line: line), flush: false)
             case .invalid(let line, let messageID, let error):
-                emit(.rejected(messageID: messageID, field: error.field, error: error.description, line: line))
+                // The event has the precise error (value shortened) for the app; the log line carries no value.
+                emit(.rejected(messageID: messageID, field: error.field, error: error.description, line: line),
+                     loggedError: error.logDescription)
             }
         }
         if !outlet.flush() { outletFailed() }
@@ -216,7 +218,10 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         if clients.isEmpty { exitNow() } else { _ = loop.schedule(after: 1) { [weak self] in self?.exitNow() } }
     }
 
-    private func emit(_ event: DispatcherEvent) {
+    /// Writes `event` and logs it. Log lines never carry message content or a full token: rejections log
+    /// `loggedError` (a `ValidationError.logDescription`) when given, else the event's own error, which is
+    /// then ccsd's fixed text (shutting down, duplicate message_id).
+    private func emit(_ event: DispatcherEvent, loggedError: String? = nil) {
         outlet.append(event.jsonLine())
         switch event {
         case .connection(let id, let endpoint, let state, let reason):
@@ -224,7 +229,7 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
             logger.log(level, "connection \(state.rawValue)", ["connection": "\(id)", "endpoint": endpoint.description, "reason": reason ?? ""])
         case .rejected(let messageID, let field, let error, let line):
             logger.warning("message rejected", ["line": line.map { "\($0)" } ?? "", "message_id": messageID ?? "",
-                                                "field": field, "error": error])
+                                                "field": ValidationError.logSafeField(field), "error": loggedError ?? error])
         case .nacked(let messageID, let error, _, true, _, _):
             logger.info("message failed", ["message_id": messageID, "error": error])
         case .expired(let messageID):
