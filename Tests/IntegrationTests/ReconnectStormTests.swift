@@ -1,0 +1,119 @@
+import CCS
+import CCSEmulator
+import Daemon
+import Foundation
+import Testing
+
+/// ccsd against a server that ends every stream right after login, in every form, over real TLS on loopback:
+/// the attempts the emulator counts stay within what the reconnect backoff allows (before the fix ccsd
+/// reconnected at once after every drop of a logged-in connection: hundreds of full logins a second, each
+/// resending what was in flight). Small backoffs keep each run to a few seconds; the bound is the backoff's.
+@Suite struct ReconnectStormTests {
+    /// The reconnect backoff of these runs: 0.1 s doubling to 0.4 s, jitter 0.2.
+    static let backoff = Backoff(base: 0.1, cap: 0.4)
+    static let runSeconds = 3.0
+
+    /// The most connection attempts one slot can make in `seconds` when every connection fails: the first,
+    /// then one per backoff wait at its shortest (`delay · (1 - jitter)`).
+    static func maxAttempts(in seconds: Double, backoff: Backoff) -> Int {
+        var attempts = 1, elapsed = 0.0, failure = 1
+        while true {
+            elapsed += backoff.delay(attempt: failure, u: -1)
+            if elapsed > seconds { return attempts }
+            attempts += 1
+            failure += 1
+        }
+    }
+
+    @Test(arguments: ["stream-error:conflict", "stream-error:system-shutdown", "stream-error:policy-violation",
+                      "stream-end", "fin", "rst", "garbage", "see-other-host:other.example:5235"])
+    func aServerEndingEveryStreamAfterLoginGetsBackedOffAttempts(form: String) async throws {
+        let fault = try #require(AfterLoginFault(parsing: form))
+        let started = Date()  // before ccsd starts: its first attempt is inside the measured time
+        let run = try DaemonRun(
+            exitWhenDone: false,
+            emulator: { $0.afterLoginFault = fault },
+            daemon: {
+                $0.connections = 1
+                $0.reconnectBackoff = Self.backoff
+                $0.shutdownGraceSeconds = 0.5
+            })
+        defer { run.stop(); run.cleanUp() }
+        run.send(DaemonRun.messages(5, prefix: "storm"))
+        await waitUntil("the fault ended a stream") { run.emulator.stats().streamsEndedAfterLogin >= 1 }
+        try await Task.sleep(for: .seconds(Self.runSeconds))
+        let stats = run.emulator.stats()
+        let elapsed = Date().timeIntervalSince(started)
+        let bound = Self.maxAttempts(in: elapsed, backoff: Self.backoff)
+        #expect(stats.connectionsAccepted >= 2, "ccsd did not come back after the first drop")
+        #expect(stats.connectionsAccepted <= bound,
+                "\(stats.connectionsAccepted) connection attempts in \(elapsed) s; the backoff allows \(bound)")
+        // Each message goes out at most once per connection: its resends stay within the same bound.
+        #expect(stats.maxAttemptsPerMessageID <= stats.authenticated)
+        #expect(stats.maxAttemptsPerMessageID <= bound)
+        #expect(stats.downstreamReceived <= stats.authenticated)
+        // Nothing was lost meanwhile: every message is still outstanding, none final.
+        #expect(run.finalCounts.isEmpty)
+    }
+
+    /// `host-unknown` cannot heal by retrying: the slot waits the long refusal backoff (here 2 s, against a
+    /// 0.1 s reconnect backoff) and the log names the condition.
+    @Test func aRefusalThatCannotHealWaitsTheLongBackoffAndIsLogged() async throws {
+        let logPath = NSTemporaryDirectory() + "ccsd-refused-\(UUID().uuidString).log"
+        defer { try? FileManager.default.removeItem(atPath: logPath) }
+        let run = try DaemonRun(
+            exitWhenDone: false, logPath: logPath,
+            emulator: { $0.afterLoginFault = .streamError(condition: "host-unknown") },
+            daemon: {
+                $0.connections = 1
+                $0.reconnectBackoff = Self.backoff
+                $0.refusedReconnectBackoff = Backoff(base: 2, cap: 4)
+                $0.shutdownGraceSeconds = 0.5
+            })
+        defer { run.stop(); run.cleanUp() }
+        run.send(DaemonRun.messages(2, prefix: "refused"))
+        await waitUntil("the fault ended a stream") { run.emulator.stats().streamsEndedAfterLogin >= 1 }
+        try await Task.sleep(for: .seconds(1.2))
+        // The first wait is at least 1.6 s: still one attempt. With the plain backoff it would be about 5.
+        #expect(run.emulator.stats().connectionsAccepted == 1)
+        let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
+        let line = log.split(separator: "\n").first { $0.contains("level=error") && $0.contains("condition=host-unknown") }
+        #expect(line != nil, "no error line naming host-unknown in:\n\(log)")
+        await waitUntil("the slot tried again after the refusal backoff", timeout: 5) {
+            run.emulator.stats().connectionsAccepted >= 2
+        }
+    }
+}
+
+/// Errors about ccsd's own ACKs, with message_ids that collide in both directions: the emulator answers
+/// every ACK with a stanza error echoing it and/or a `BAD_ACK` nack, for upstream ids `m-1…` while downstream
+/// `m-0…` are in flight. Before the fix those errors ended the downstream messages of the same id as
+/// `nacked` final and their real acks came back unmatched.
+@Suite struct AckErrorTests {
+    @Test(arguments: [AckRejection.stanzaError, .badAck, .both])
+    func errorsAboutAcksNeverResolveTheDownstreamOfTheSameID(rejection: AckRejection) async throws {
+        let run = try DaemonRun(
+            emulator: {
+                $0.ackRejection = rejection
+                $0.upstreamMessageIDPrefix = "m-"
+                $0.ackLatencyMilliseconds = 2000
+            },
+            daemon: { $0.connections = 1 })
+        defer { run.stop(); run.cleanUp() }
+        run.send(DaemonRun.messages(6, prefix: "m"))  // m-0 … m-5
+        await waitUntil("downstream in flight") {
+            run.emulator.connectionInfos().contains { $0.phase == "ready" && $0.unacked >= 6 }
+        }
+        let sent = try run.emulator.sendUpstream(count: 5)  // m-1 … m-5, on the same connection
+        #expect(sent.messageIDs == ["m-1", "m-2", "m-3", "m-4", "m-5"])
+        await waitUntil("every ACK rejected") { run.emulator.stats().acksRejected >= 5 }
+        run.endInput()
+        await waitUntil("ccsd done", timeout: 20) { run.exited != nil }
+        #expect(run.exited == 0)
+        #expect(run.events("nacked").isEmpty, "errors about ACKs ended downstream messages: \(run.events("nacked"))")
+        #expect(Set(run.events("acked").compactMap { $0["message_id"]?.stringValue }) == Set((0..<6).map { "m-\($0)" }))
+        #expect(run.finalCounts.values.allSatisfy { $0 == 1 })
+        #expect(Set(run.events("upstream").compactMap { $0["message_id"]?.stringValue }) == Set(sent.messageIDs))
+        #expect(run.emulator.stats().duplicateMessageIDs == 0)
+    }
+}
