@@ -147,7 +147,7 @@ public struct DispatcherCounters: Sendable, Equatable {
     public var unknownControlTypes = 0
     public var unmatchedResolutions = 0
     public var drains = 0
-    /// Reconnects at once after a healthy connection dropped.
+    /// Connections opened at once because a healthy connection dropped or drained.
     public var reconnects = 0
     /// Connections that failed (never logged in, or dropped within `healthyConnectionSeconds`): each
     /// puts its slot into backoff.
