@@ -117,3 +117,33 @@ import Testing
         #expect(run.emulator.stats().duplicateMessageIDs == 0)
     }
 }
+
+/// The fault modes' configuration forms and `ccs-emulator` flags.
+@Suite struct FaultModeFlagTests {
+    @Test(arguments: ["stream-error:host-unknown", "stream-end", "fin", "rst", "garbage", "see-other-host:h.example:5235"])
+    func afterLoginFormsRoundTrip(form: String) {
+        #expect(AfterLoginFault(parsing: form)?.description == form)
+    }
+
+    @Test func malformedFormsAreRefused() {
+        for text in ["", "stream-error:", "stream-error:Bad<", "see-other-host:", "close", "RST"] {
+            #expect(AfterLoginFault(parsing: text) == nil, "accepted \(text)")
+        }
+        #expect(AfterLoginFault(parsing: "see-other-host") == .seeOtherHost("other-host.invalid:5235"))
+    }
+
+    @Test func emulatorFlagsAreDocumentedAndChecked() throws {
+        let cli = CommandLineTests()
+        let help = try cli.run("ccs-emulator", ["--help"])
+        #expect(help.status == 0)
+        for flag in ["--end-after-login FORM", "--end-after-login-delay-ms", "--reject-acks MODE", "--upstream-id-prefix"] {
+            #expect(help.stdout.contains(flag), "--help does not document \(flag)")
+        }
+        let badForm = try cli.run("ccs-emulator", ["--sender-id", "1", "--end-after-login", "slam"])
+        #expect(badForm.status == 2)
+        #expect(badForm.stderr.contains("--end-after-login: expected"))
+        let badMode = try cli.run("ccs-emulator", ["--sender-id", "1", "--reject-acks=sometimes"])
+        #expect(badMode.status == 2)
+        #expect(badMode.stderr.contains("--reject-acks: expected stanza-error, bad-ack or both"))
+    }
+}
