@@ -56,30 +56,35 @@ import Testing
         #expect(run.finalCounts.isEmpty)
     }
 
-    /// `host-unknown` cannot heal by retrying: the slot waits the long refusal backoff (here 2 s, against a
-    /// 0.1 s reconnect backoff) and the log names the condition.
+    /// `host-unknown` cannot heal by retrying: the slot waits the long refusal backoff (here 3 s doubling, against
+    /// a 0.1 s reconnect backoff) and the log names the condition.
     @Test func aRefusalThatCannotHealWaitsTheLongBackoffAndIsLogged() async throws {
         let logPath = NSTemporaryDirectory() + "ccsd-refused-\(UUID().uuidString).log"
         defer { try? FileManager.default.removeItem(atPath: logPath) }
+        let refusedBackoff = Backoff(base: 3, cap: 6)
+        let started = Date()
         let run = try DaemonRun(
             exitWhenDone: false, logPath: logPath,
             emulator: { $0.afterLoginFault = .streamError(condition: "host-unknown") },
             daemon: {
                 $0.connections = 1
                 $0.reconnectBackoff = Self.backoff
-                $0.refusedReconnectBackoff = Backoff(base: 2, cap: 4)
+                $0.refusedReconnectBackoff = refusedBackoff
                 $0.shutdownGraceSeconds = 0.5
             })
         defer { run.stop(); run.cleanUp() }
         run.send(DaemonRun.messages(2, prefix: "refused"))
         await waitUntil("the fault ended a stream") { run.emulator.stats().streamsEndedAfterLogin >= 1 }
-        try await Task.sleep(for: .seconds(1.2))
-        // The first wait is at least 1.6 s: still one attempt. With the plain backoff it would be about 5.
-        #expect(run.emulator.stats().connectionsAccepted == 1)
+        try await Task.sleep(for: .seconds(2))
+        let attempts = run.emulator.stats().connectionsAccepted
+        let elapsed = Date().timeIntervalSince(started)
+        // One attempt until at least 2.4 s; the plain reconnect backoff would have allowed about 7 by now.
+        #expect(attempts <= Self.maxAttempts(in: elapsed, backoff: refusedBackoff),
+                "\(attempts) attempts in \(elapsed) s after host-unknown")
         let log = (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? ""
         let line = log.split(separator: "\n").first { $0.contains("level=error") && $0.contains("condition=host-unknown") }
         #expect(line != nil, "no error line naming host-unknown in:\n\(log)")
-        await waitUntil("the slot tried again after the refusal backoff", timeout: 5) {
+        await waitUntil("the slot tried again after the refusal backoff", timeout: 8) {
             run.emulator.stats().connectionsAccepted >= 2
         }
     }

@@ -190,7 +190,10 @@ public struct Dispatcher: Sendable {
         return actions
     }
 
-    /// Connection `id` ended. What was in flight on it is resent elsewhere with the same message_id.
+    /// Connection `id` ended. What was in flight on it is resent elsewhere with the same message_id (a lost
+    /// connection is never an attempt), and its slot reconnects per `ReconnectPolicy`: at once after a healthy
+    /// connection, after the reconnect backoff after a failed or short-lived one, after the long refusal
+    /// backoff for `.refused`.
     public mutating func connectionEnded(_ id: Int, _ end: ConnectionEnd, now: Double) -> [DispatcherAction] {
         guard let session = sessions.removeValue(forKey: id) else { return [] }
         var actions: [DispatcherAction] = []
@@ -496,12 +499,15 @@ public struct Dispatcher: Sendable {
         if decision.switchEndpoint || alwaysSwitchEndpoint {
             slots[index].endpointIndex = (slots[index].endpointIndex + 1) % configuration.endpoints.count
         }
-        if case .refused = ending { counters.refusedConnections += 1 }
+        if ending == .refused {
+            counters.refusedConnections += 1
+        } else if decision.delay > 0 {
+            counters.failedConnections += 1
+        }
         if decision.delay <= 0 {
             counters.reconnects += 1
             open(slot: index, actions: &actions)
         } else {
-            if case .refused = ending {} else { counters.failedConnections += 1 }
             timers.schedule(at: now + decision.delay, .reconnect(slot: index))
         }
     }
