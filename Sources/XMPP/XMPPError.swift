@@ -51,6 +51,23 @@ public struct XMPPError: Error, Sendable, Equatable, CustomStringConvertible {
         }
     }
 
+    /// Stream error conditions (RFC 6120 §4.9.3) that reconnecting cannot heal: the server says our stream
+    /// header or addressing is wrong (`host-unknown` §4.9.3.6, `improper-addressing` §4.9.3.7,
+    /// `invalid-namespace` §4.9.3.10, `unsupported-version` §4.9.3.22), or that the logged-in entity is not
+    /// allowed (`not-authorized` §4.9.3.12). Reconnecting in a loop only hammers the server.
+    public static let unhealableStreamConditions: Set<String> = [
+        "host-unknown", "improper-addressing", "invalid-namespace", "unsupported-version", "not-authorized",
+    ]
+
+    /// The condition, when the server ended the stream with one of `unhealableStreamConditions`: the
+    /// caller backs off for long and says so. nil for every other end, `see-other-host` included: that is
+    /// a drop like any other (ccsd does not follow the redirect; a client that did would still have to
+    /// verify the new server's certificate against the configured host, never the one named in the error).
+    public var unhealableCondition: String? {
+        guard kind == .streamError, let condition, Self.unhealableStreamConditions.contains(condition) else { return nil }
+        return condition
+    }
+
     public var description: String {
         var text: String
         switch kind {

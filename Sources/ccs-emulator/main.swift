@@ -21,6 +21,15 @@ let usage = """
       --control-port P          line-based control channel on 127.0.0.1:P (0 = ephemeral)
       --ready-file FILE         write {"ports":[...],"control_port":...} once listening
       --stats-file FILE         write the stats JSON on exit
+    fault modes (off by default):
+      --end-after-login FORM    end every stream right after login, at the client's first message (never
+                                answered) or --end-after-login-delay-ms after login; FORM is one of
+                                stream-error:CONDITION, stream-end, fin, rst, garbage, see-other-host[:HOST:PORT]
+      --end-after-login-delay-ms N  when no message comes first (default 100)
+      --reject-acks MODE        answer every client ACK with an error instead of taking it; MODE is
+                                stanza-error (echoing the ACK and its id), bad-ack (nack BAD_ACK for the
+                                upstream message_id) or both
+      --upstream-id-prefix P    message_id prefix of the upstream command's messages (default u-)
     control commands (one per line, JSON answer per line): drain [conn], upstream N [conn], receipt ID [conn],
       ping [conn], stream-error CONDITION [conn], disconnect [conn], stats, connections
     """
@@ -51,6 +60,10 @@ struct Options {
     var controlPort: Int?
     var readyFile: String?
     var statsFile: String?
+    var afterLoginFault: AfterLoginFault?
+    var afterLoginFaultDelay = 100
+    var ackRejection: AckRejection?
+    var upstreamIDPrefix = "u-"
 }
 
 func parseOptions(_ arguments: [String]) -> Options {
@@ -112,6 +125,24 @@ func parseOptions(_ arguments: [String]) -> Options {
         case "--control-port": options.controlPort = integer(flag, value(flag, inline: inline), 0...65535)
         case "--ready-file": options.readyFile = value(flag, inline: inline)
         case "--stats-file": options.statsFile = value(flag, inline: inline)
+        case "--end-after-login":
+            let text = value(flag, inline: inline)
+            guard let fault = AfterLoginFault(parsing: text) else {
+                fail("--end-after-login: expected stream-error:CONDITION, stream-end, fin, rst, garbage or see-other-host[:HOST:PORT], got \(text)")
+            }
+            options.afterLoginFault = fault
+        case "--end-after-login-delay-ms":
+            options.afterLoginFaultDelay = integer(flag, value(flag, inline: inline), 0...3_600_000)
+        case "--reject-acks":
+            let text = value(flag, inline: inline)
+            guard let rejection = AckRejection(rawValue: text) else {
+                fail("--reject-acks: expected stanza-error, bad-ack or both, got \(text)")
+            }
+            options.ackRejection = rejection
+        case "--upstream-id-prefix":
+            let text = value(flag, inline: inline)
+            guard !text.isEmpty else { fail("--upstream-id-prefix: must not be empty") }
+            options.upstreamIDPrefix = text
         default:
             fail("unknown flag \(arguments[index])\n\(usage)")
         }
@@ -166,6 +197,10 @@ configuration.nackRate = options.nackRate
 configuration.seed = options.seed
 configuration.receipts = options.receipts
 configuration.drainGraceMilliseconds = options.drainGrace
+configuration.afterLoginFault = options.afterLoginFault
+configuration.afterLoginFaultDelayMilliseconds = options.afterLoginFaultDelay
+configuration.ackRejection = options.ackRejection
+configuration.upstreamMessageIDPrefix = options.upstreamIDPrefix
 
 let emulator = CCSEmulator(configuration: configuration, log: { log($0) })
 let ports: [Int]

@@ -20,11 +20,13 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         var stops: [String] = []
 
         init(connections: Int = 1, window: Int = 100, maxAttempts: Int = 5, endpoints: [Endpoint] = [primary, secondary],
-             ackTimeout: Double = 60) {
+             ackTimeout: Double = 60, reconnectBackoff: Backoff = Backoff(base: 1, cap: 60),
+             refusedReconnectBackoff: Backoff = Backoff(base: 300, cap: 3600)) {
             dispatcher = Dispatcher(
                 configuration: DispatcherConfiguration(
                     endpoints: endpoints, connections: connections, window: window, maxAttempts: maxAttempts,
-                    ackTimeout: ackTimeout, seed: 42),
+                    reconnectBackoff: reconnectBackoff, ackTimeout: ackTimeout,
+                    refusedReconnectBackoff: refusedReconnectBackoff, seed: 42),
                 store: InMemoryMessageStore())
         }
 
@@ -169,7 +171,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(h.dispatcher.outstanding == 0)
     }
 
-    @Test(arguments: ["INVALID_JSON", "BAD_ACK", "INVALID_APNS_CREDENTIAL", "AUTHENTICATION_FAILED"])
+    @Test(arguments: ["INVALID_JSON", "INVALID_APNS_CREDENTIAL", "AUTHENTICATION_FAILED"])
     func permanentNacksAreFinal(code: String) {
         var h = Harness()
         h.startReady()
@@ -349,6 +351,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
     @Test func drainStopsSendsOpensReplacementOnOtherEndpointAndResendsOnClose() {
         var h = Harness(window: 10)
         h.startReady()
+        h.advance(to: 10)  // a healthy connection: its replacement opens at once
         for i in 0..<5 { h.accept("m-\(i)") }
         h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
         #expect(h.dispatcher.sessions[1]?.phase == .draining)
@@ -356,13 +359,13 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         // New messages wait for the replacement; the draining connection takes none.
         h.accept("m-5")
         #expect(h.sends.count == 5)
-        h.apply(h.dispatcher.connectionReady(2, now: 0))
+        h.apply(h.dispatcher.connectionReady(2, now: h.now))
         #expect(h.sends.last! == (2, "m-5"))
         // Acks still resolve on the draining connection.
         h.ack("m-0", on: 1)
         #expect(h.finalEvents(for: "m-0").count == 1)
         // The server closes it: what is still pending there is resent on the replacement, same ids.
-        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "server closed"), now: 0))
+        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "server closed"), now: h.now))
         #expect(Array(h.sends.suffix(4).map(\.connection)) == [2, 2, 2, 2])
         #expect(Set(h.sends.suffix(4).map(\.messageID)) == ["m-1", "m-2", "m-3", "m-4"])
         // No reconnect for the drained connection: its slot already has the replacement.
@@ -384,8 +387,10 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
     @Test func drainOfSecondaryGoesBackToPrimary() {
         var h = Harness()
         h.startReady()
+        h.advance(to: 10)
         h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
-        h.apply(h.dispatcher.connectionReady(2, now: 0))
+        h.apply(h.dispatcher.connectionReady(2, now: h.now))
+        h.advance(to: 20)
         h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 2)
         #expect(h.opened.map(\.endpoint) == [primary, secondary, primary])
     }
@@ -406,6 +411,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
     @Test func drainingWithOneEndpointReopensTheSame() {
         var h = Harness(endpoints: [primary])
         h.startReady()
+        h.advance(to: 10)
         h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
         #expect(h.opened.map(\.endpoint) == [primary, primary])
     }
@@ -417,11 +423,12 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         h.startReady()
         for i in 0..<100 { h.accept("m-\(i)") }
         #expect(h.inFlight(1) == 100)
-        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "connection reset"), now: 0))
-        // Reconnect at once after a drop that followed a login.
+        h.now = 10
+        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "connection reset"), now: h.now))
+        // Reconnect at once after a drop that followed a healthy connection (10 s logged in).
         #expect(h.opened.count == 2)
-        #expect(h.opened[1].endpoint == primary)
-        h.apply(h.dispatcher.connectionReady(2, now: 0))
+        #expect(h.opened.last?.endpoint == primary)
+        h.apply(h.dispatcher.connectionReady(2, now: h.now))
         #expect(h.sends.count == 200)
         #expect(Set(h.sends.suffix(100).map(\.messageID)) == Set((0..<100).map { "m-\($0)" }))
         for i in 0..<100 { h.ack("m-\(i)", on: 2) }

@@ -27,7 +27,9 @@ final class DaemonRun: Sendable {
     /// - Parameters:
     ///   - eventsPath: where events go (default: a file in the run's directory).
     ///   - inputPath: read input from this path instead of the pipe that `send` writes to.
+    ///   - logPath: write ccsd's log (info and up) to this file instead of errors only to stderr.
     init(key: String? = nil, exitWhenDone: Bool = true, eventsPath: String? = nil, inputPath: String? = nil,
+         logPath: String? = nil,
          emulator adjustEmulator: (inout EmulatorConfiguration) -> Void = { _ in },
          daemon adjustDaemon: (inout Configuration) -> Void = { _ in }) throws {
         directory = NSTemporaryDirectory() + "ccsd-e2e-\(UUID().uuidString)"
@@ -55,7 +57,9 @@ final class DaemonRun: Sendable {
         inputWriter = pipe.fileHandleForWriting
         let outlet = try EventOutlet(path: self.eventsPath)
         let box = exitCode
-        daemon = CCSDaemon(configuration: configuration, outlet: outlet, logger: Logger(minimum: .error), loop: loop,
+        let logger = logPath.map { Logger(minimum: .info, fileDescriptor: open($0, O_WRONLY | O_CREAT | O_TRUNC, 0o600)) }
+            ?? Logger(minimum: .error)
+        daemon = CCSDaemon(configuration: configuration, outlet: outlet, logger: logger, loop: loop,
                            exitWhenDone: exitWhenDone) { code in box.value.withLock { $0 = code } }
         inputReader = pipe.fileHandleForReading
         let reader = try IntakeReader(path: inputPath ?? "/proc/self/fd/\(inputReader.fileDescriptor)", daemon: daemon,

@@ -8,7 +8,12 @@
 /// - ACKs of upstream messages and receipts go out at once, outside the window, on the arrival connection;
 /// - every accepted message ends with exactly one final event: acked, nacked `final: true`, or expired;
 /// - CONNECTION_DRAINING (control or nack) stops sends on that connection, opens a replacement on the
-///   other endpoint at once, and resends what is still in flight there when it closes;
+///   other endpoint (at once after a healthy connection, else after the reconnect backoff), and resends what
+///   is still in flight there when it closes;
+/// - a slot reconnects at once only after a healthy connection; failed, short-lived and refused connections
+///   back off (`ReconnectPolicy`), so no failure of the server can make a reconnect loop;
+/// - errors about an ACK ccsd sent (a stanza error on an ACK stanza, a `BAD_ACK` nack) never resolve a
+///   downstream message, even one sharing the message_id: they are counted in `counters.ackErrors`;
 /// - transient nacks back off per message, RATE_EXCEEDED backs off per token or topic, and neither stalls
 ///   other messages.
 public struct Dispatcher: Sendable {
@@ -24,7 +29,7 @@ public struct Dispatcher: Sendable {
     private struct Slot: Sendable {
         var connection: Int?
         var endpointIndex: Int
-        var failures = 0
+        var reconnect = ReconnectPolicy.SlotState()
     }
 
     private enum Timer: Sendable {
@@ -123,7 +128,7 @@ public struct Dispatcher: Sendable {
         if shuttingDown { return [.close(connection: id)] }  // logged in just as the pool closes
         session.becameReady(now: now)
         sessions[id] = session
-        if let slot = slotOfConnection[id] { slots[slot].failures = 0 }
+        // The slot's failures are cleared only once this connection proves healthy (`connectionEnded`).
         var actions: [DispatcherAction] = [.event(.connection(id: id, endpoint: session.endpoint, state: .connected, reason: nil))]
         pump(now: now, actions: &actions)
         return actions
@@ -143,9 +148,19 @@ public struct Dispatcher: Sendable {
                 canonicalRegistrationID: ack.canonicalRegistrationID,
                 group: Dispatcher.group(ack.success, ack.failure, ack.failedRegistrationIDs))))
         case .nack(let nack):
+            if NackClass(code: nack.error) == .aboutAck {
+                // BAD_ACK: its message_id is the upstream message ccsd ACKed, not a downstream one (§4).
+                counters.ackErrors += 1
+                break
+            }
             guard resolve(nack.messageID, on: id, now: now) else { break }
             nackReceived(nack, on: id, now: now, actions: &actions)
         case .stanzaError(let error):
+            if error.isAboutAck {
+                counters.ackErrors += 1
+                break
+            }
+            // Only an id ccsd set on a downstream stanza, in flight on this very connection, resolves.
             guard let messageID = error.resolvedMessageID else {
                 counters.unmatchedResolutions += 1
                 break
@@ -175,12 +190,15 @@ public struct Dispatcher: Sendable {
         return actions
     }
 
-    /// Connection `id` ended. What was in flight on it is resent elsewhere with the same message_id.
+    /// Connection `id` ended. What was in flight on it is resent elsewhere with the same message_id (a lost
+    /// connection is never an attempt), and its slot reconnects per `ReconnectPolicy`: at once after a healthy
+    /// connection, after the reconnect backoff after a failed or short-lived one, after the long refusal
+    /// backoff for `.refused`.
     public mutating func connectionEnded(_ id: Int, _ end: ConnectionEnd, now: Double) -> [DispatcherAction] {
         guard let session = sessions.removeValue(forKey: id) else { return [] }
         var actions: [DispatcherAction] = []
         let reason: String? = switch end {
-        case .lost(let reason), .authenticationFailed(let reason): reason
+        case .lost(let reason), .authenticationFailed(let reason), .refused(_, let reason): reason
         case .closedLocally: nil
         }
         actions.append(.event(.connection(id: id, endpoint: session.endpoint, state: .closed, reason: reason)))
@@ -193,17 +211,15 @@ public struct Dispatcher: Sendable {
         }
         if let slotIndex = slotOfConnection.removeValue(forKey: id), !shuttingDown {
             slots[slotIndex].connection = nil
-            if session.hasBeenReady {
-                // A drop after login: reconnect at once (§5).
-                counters.reconnects += 1
-                open(slot: slotIndex, actions: &actions)
+            let ending: ReconnectPolicy.Ending
+            if case .refused = end {
+                ending = .refused
+            } else if let readyAt = session.readyAt {
+                ending = .droppedAfter(seconds: now - readyAt)
             } else {
-                // Connecting or logging in failed: back off, and try the other endpoint next.
-                slots[slotIndex].failures += 1
-                let delay = configuration.reconnectBackoff.delay(attempt: slots[slotIndex].failures, using: &random)
-                slots[slotIndex].endpointIndex = (slots[slotIndex].endpointIndex + 1) % configuration.endpoints.count
-                timers.schedule(at: now + delay, .reconnect(slot: slotIndex))
+                ending = .neverLoggedIn
             }
+            reconnect(slot: slotIndex, after: ending, now: now, actions: &actions)
         }
         pump(now: now, actions: &actions)
         return actions
@@ -326,6 +342,8 @@ public struct Dispatcher: Sendable {
             finish(nack.messageID, event: .nacked(
                 messageID: nack.messageID, error: nack.error, description: nack.errorDescription, final: true,
                 invalidToken: nackClass == .invalidToken, group: group), actions: &actions)
+        case .aboutAck:
+            preconditionFailure("BAD_ACK nack for \(nack.messageID) reached downstream resolution; received() handles it")
         case .connectionDraining:
             // Resend at once elsewhere; not an attempt (§4).
             requeueForResend(nack.messageID, now: now, actions: &actions)
@@ -462,12 +480,36 @@ public struct Dispatcher: Sendable {
         timers.schedule(at: now + configuration.drainTimeout, .drainDeadline(connection: id))
         counters.drains += 1
         actions.append(.event(.connection(id: id, endpoint: session.endpoint, state: .draining, reason: nil)))
-        // The draining connection leaves its slot; a replacement opens at once on the other endpoint (§5).
+        // The draining connection leaves its slot; a replacement opens on the other endpoint (§5): at once
+        // after a healthy connection, else after the backoff (a server that drains every login is a failure).
         guard let slotIndex = slotOfConnection.removeValue(forKey: id), !shuttingDown else { return }
         slots[slotIndex].connection = nil
         let drained = configuration.endpoints.firstIndex(of: session.endpoint) ?? slots[slotIndex].endpointIndex
-        slots[slotIndex].endpointIndex = (drained + 1) % configuration.endpoints.count
-        open(slot: slotIndex, actions: &actions)
+        slots[slotIndex].endpointIndex = drained
+        reconnect(slot: slotIndex, after: .droppedAfter(seconds: now - (session.readyAt ?? now)), now: now,
+                  alwaysSwitchEndpoint: true, actions: &actions)
+    }
+
+    /// Opens the slot's next connection at once or after the backoff, per `ReconnectPolicy`.
+    private mutating func reconnect(
+        slot index: Int, after ending: ReconnectPolicy.Ending, now: Double, alwaysSwitchEndpoint: Bool = false,
+        actions: inout [DispatcherAction]
+    ) {
+        let decision = configuration.reconnectPolicy.next(after: ending, state: &slots[index].reconnect, using: &random)
+        if decision.switchEndpoint || alwaysSwitchEndpoint {
+            slots[index].endpointIndex = (slots[index].endpointIndex + 1) % configuration.endpoints.count
+        }
+        if ending == .refused {
+            counters.refusedConnections += 1
+        } else if decision.delay > 0 {
+            counters.failedConnections += 1
+        }
+        if decision.delay <= 0 {
+            counters.reconnects += 1
+            open(slot: index, actions: &actions)
+        } else {
+            timers.schedule(at: now + decision.delay, .reconnect(slot: index))
+        }
     }
 
     /// Opens a connection for a slot; every open but the first ones is reported as `reconnecting`.

@@ -12,8 +12,15 @@ public struct DispatcherConfiguration: Sendable, Equatable {
     public var retryBackoff: Backoff
     /// Backoff of a token or topic after a RATE_EXCEEDED nack.
     public var rateLimitBackoff: Backoff
-    /// Backoff of failed connects and logins (a drop after login reconnects at once).
+    /// Backoff of failed connections: connects and logins that fail, and connections that drop within
+    /// `healthyConnectionSeconds` of login (`ReconnectPolicy`). A drop after a healthy connection reconnects at once.
     public var reconnectBackoff: Backoff
+    /// Backoff after the server refused the stream with a condition reconnecting cannot heal
+    /// (`ConnectionEnd.refused`, e.g. `host-unknown`). Default 5 min, doubling to 1 h.
+    public var refusedReconnectBackoff: Backoff
+    /// Seconds a connection must stay logged in before its drop counts as healthy (reconnect at once,
+    /// failures cleared); a drop sooner counts as a failed connection. Default 10.
+    public var healthyConnectionSeconds: Double
     /// Seconds an upstream message_id is remembered for deduplication.
     public var upstreamDedupeWindow: Double
     /// Seconds a sent message may wait for its ack or nack while its connection resolves nothing at all
@@ -29,7 +36,9 @@ public struct DispatcherConfiguration: Sendable, Equatable {
         endpoints: [Endpoint], connections: Int = 1, window: Int = FlowWindow.maximum, maxAttempts: Int = 5,
         retryBackoff: Backoff = Backoff(base: 1, cap: 60), rateLimitBackoff: Backoff = Backoff(base: 1, cap: 300),
         reconnectBackoff: Backoff = Backoff(base: 1, cap: 60), upstreamDedupeWindow: Double = 600,
-        ackTimeout: Double = 60, drainTimeout: Double = 300, seed: UInt64? = nil
+        ackTimeout: Double = 60, drainTimeout: Double = 300,
+        refusedReconnectBackoff: Backoff = Backoff(base: 300, cap: 3600),
+        healthyConnectionSeconds: Double = ReconnectPolicy.defaultHealthyAfter, seed: UInt64? = nil
     ) {
         self.endpoints = endpoints
         self.connections = connections
@@ -41,7 +50,14 @@ public struct DispatcherConfiguration: Sendable, Equatable {
         self.upstreamDedupeWindow = upstreamDedupeWindow
         self.ackTimeout = ackTimeout
         self.drainTimeout = drainTimeout
+        self.refusedReconnectBackoff = refusedReconnectBackoff
+        self.healthyConnectionSeconds = healthyConnectionSeconds
         self.seed = seed
+    }
+
+    /// The reconnect rule these settings make.
+    public var reconnectPolicy: ReconnectPolicy {
+        ReconnectPolicy(backoff: reconnectBackoff, refusedBackoff: refusedReconnectBackoff, healthyAfter: healthyConnectionSeconds)
     }
 }
 
@@ -107,6 +123,10 @@ public enum DispatcherAction: Sendable, Equatable {
 public enum ConnectionEnd: Sendable, Equatable {
     /// The transport or stream ended (server close, stream error, dead peer, TLS or connect failure).
     case lost(reason: String)
+    /// The server ended the stream with a condition that reconnecting cannot heal (RFC 6120 §4.9.3:
+    /// `host-unknown`, `improper-addressing`, `invalid-namespace`, `unsupported-version`, `not-authorized`;
+    /// see `XMPPError.unhealableCondition`). The slot waits `refusedReconnectBackoff`; the daemon goes on.
+    case refused(condition: String, reason: String)
     /// SASL failure or no usable mechanism: a configuration error.
     case authenticationFailed(reason: String)
     /// We closed it (shutdown).
@@ -127,7 +147,16 @@ public struct DispatcherCounters: Sendable, Equatable {
     public var unknownControlTypes = 0
     public var unmatchedResolutions = 0
     public var drains = 0
+    /// Connections opened at once because a healthy connection dropped or drained.
     public var reconnects = 0
+    /// Connections that failed (never logged in, or dropped within `healthyConnectionSeconds`): each
+    /// puts its slot into backoff.
+    public var failedConnections = 0
+    /// Connections the server refused with a condition reconnecting cannot heal.
+    public var refusedConnections = 0
+    /// Stanza errors and `BAD_ACK` nacks about an ACK ccsd sent: logged and counted, never resolving a
+    /// downstream message.
+    public var ackErrors = 0
     /// Connections dropped because an ack did not come within `ackTimeout`.
     public var ackTimeouts = 0
 }

@@ -99,25 +99,43 @@ public enum InboundMessage: Sendable, Equatable {
         }
     }
 
+    /// A stanza error (RFC 6120 §8.3) about a stanza ccsd sent: a downstream message or an ACK.
     public struct StanzaError: Sendable, Equatable {
-        /// The stanza `id` attribute; ccsd sets it equal to the message_id.
+        /// The stanza `id` attribute, as ccsd set it: the message_id on a downstream stanza,
+        /// `CCSStanza.ackIDPrefix` + the upstream message_id on an ACK.
         public var id: String?
-        /// A message_id found in the echoed JSON, if any.
+        /// A message_id found in the echoed JSON, if any (downstream and upstream share this space).
         public var messageID: String?
+        /// The `message_type` of the echoed JSON, if any: `ack` when the error is about an ACK.
+        public var echoedMessageType: String?
         /// The RFC 6120 §8.3 condition, e.g. `bad-request`.
         public var condition: String
         public var code: String?
         public var text: String?
 
-        /// The message this error resolves: the `id` attribute, else the echoed message_id.
-        public var resolvedMessageID: String? { id ?? messageID }
+        /// True when the error is about an ACK ccsd sent rather than a downstream message: its `id` is in
+        /// the ACK id space, or the echoed payload is an ack. Such an error resolves no downstream message.
+        public var isAboutAck: Bool {
+            id?.hasPrefix(CCSStanza.ackIDPrefix) == true || echoedMessageType == "ack"
+        }
 
-        public init(id: String?, messageID: String?, condition: String, code: String? = nil, text: String? = nil) {
+        /// The downstream message_id this error may resolve (when it is in flight on the connection the
+        /// error came on): the `id` attribute ccsd set; without one, the message_id of an echoed downstream
+        /// payload (one without `message_type`). nil when the error is about an ACK or names nothing.
+        public var resolvedMessageID: String? {
+            if isAboutAck { return nil }
+            if let id { return id }
+            return echoedMessageType == nil ? messageID : nil
+        }
+
+        public init(id: String?, messageID: String?, condition: String, code: String? = nil, text: String? = nil,
+                    echoedMessageType: String? = nil) {
             self.id = id
             self.messageID = messageID
             self.condition = condition
             self.code = code
             self.text = text
+            self.echoedMessageType = echoedMessageType
         }
     }
 }
@@ -214,12 +232,14 @@ extension InboundMessage {
         let condition = error?.children.first { $0.namespace == XMLNamespace.stanzas && $0.name != "text" }?.name
         let text = error?.child("text", namespace: XMLNamespace.stanzas)?.text
         var echoedID: String?
+        var echoedType: String?
         if let gcm, let value = try? JSONValue.parse(gcm.text.trimmingXMLWhitespace()) {
             echoedID = value["message_id"]?.stringValue
+            echoedType = value["message_type"].map { $0.stringValue ?? $0.serialized() }
         }
         return StanzaError(
             id: stanza.attribute("id"), messageID: echoedID,
             condition: condition ?? "undefined-condition",
-            code: error?.attribute("code"), text: text)
+            code: error?.attribute("code"), text: text, echoedMessageType: echoedType)
     }
 }

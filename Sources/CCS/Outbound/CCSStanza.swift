@@ -1,8 +1,19 @@
 import XMLStream
 
-/// Outbound CCS stanzas as text (ccs-protocol.md §2–3): the JSON is XML-escaped into `<gcm>`, and the
-/// `<message id>` attribute equals the JSON message_id so stanza errors can be correlated.
+/// Outbound CCS stanzas as text (ccs-protocol.md §2–3): the JSON is XML-escaped into `<gcm>`, and every
+/// stanza carries an `id` ccsd sets, so a stanza error can be told apart by the stanza it is about:
+/// - a downstream message: `id` = its message_id (§2), which is how a stanza error resolves it;
+/// - an ACK: `id` = `ackIDPrefix` + the upstream message_id it ACKs. upstream and downstream share one
+///   message_id space, so an ACK must never carry a bare message_id as its id: an error about it would
+///   then resolve the downstream message of the same id.
 public enum CCSStanza {
+    /// The prefix of every ACK stanza's `id` (`ccsd-ack:` + the upstream message_id). A stanza error whose
+    /// `id` starts with it is about an ACK (`InboundMessage.StanzaError.isAboutAck`).
+    public static let ackIDPrefix = "ccsd-ack:"
+
+    /// The `id` of the ACK stanza for upstream message (or receipt) `messageID`.
+    public static func ackStanzaID(messageID: String) -> String { ackIDPrefix + messageID }
+
     /// `<message id="ID"><gcm xmlns="google:mobile:data">JSON</gcm></message>`, JSON escaped as text.
     public static func downstream(messageID: String, json: String) -> String {
         var out = "<message id=\""
@@ -14,14 +25,17 @@ public enum CCSStanza {
         return out
     }
 
-    /// The ACK of an upstream message or receipt: `{"to":FROM,"message_id":ID,"message_type":"ack"}` (§3).
+    /// The ACK of an upstream message or receipt: `<message id="ccsd-ack:ID"><gcm xmlns="google:mobile:data">`
+    /// `{"to":FROM,"message_id":ID,"message_type":"ack"}</gcm></message>` (§3).
     public static func ack(to: String, messageID: String) -> String {
         var json = "{\"to\":"
         JSONValue.writeString(to, to: &json)
         json += ",\"message_id\":"
         JSONValue.writeString(messageID, to: &json)
         json += ",\"message_type\":\"ack\"}"
-        var out = "<message><gcm xmlns=\"google:mobile:data\">"
+        var out = "<message id=\""
+        XMLWriter.appendEscapedAttribute(ackStanzaID(messageID: messageID), to: &out)
+        out += "\"><gcm xmlns=\"google:mobile:data\">"
         XMLWriter.appendEscapedText(json, to: &out)
         out += "</gcm></message>"
         return out

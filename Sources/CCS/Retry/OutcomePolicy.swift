@@ -2,9 +2,12 @@
 public enum NackClass: Sendable, Equatable {
     /// Final: the token is bad (BAD_REGISTRATION, DEVICE_UNREGISTERED, SENDER_ID_MISMATCH); the app should drop it.
     case invalidToken
-    /// Final: our bug or bad input (INVALID_JSON, BAD_ACK), or project configuration
+    /// Final: our bug or bad input (INVALID_JSON), or project configuration
     /// (INVALID_APNS_CREDENTIAL, AUTHENTICATION_FAILED).
     case permanent
+    /// About an ACK ccsd sent, not about a downstream message (BAD_ACK): its message_id is the upstream
+    /// message_id ccsd ACKed, which may equal a downstream one. Logged and counted; resolves nothing.
+    case aboutAck
     /// Retry this message with exponential backoff (SERVICE_UNAVAILABLE, INTERNAL_SERVER_ERROR, unknown codes).
     case transient
     /// Retry later, holding back every message to this token (DEVICE_MESSAGE_RATE_EXCEEDED) or topic
@@ -18,8 +21,10 @@ public enum NackClass: Sendable, Equatable {
         switch code {
         case "BAD_REGISTRATION", "DEVICE_UNREGISTERED", "SENDER_ID_MISMATCH":
             self = .invalidToken
-        case "INVALID_JSON", "BAD_ACK", "INVALID_APNS_CREDENTIAL", "AUTHENTICATION_FAILED":
+        case "INVALID_JSON", "INVALID_APNS_CREDENTIAL", "AUTHENTICATION_FAILED":
             self = .permanent
+        case "BAD_ACK":
+            self = .aboutAck
         case "DEVICE_MESSAGE_RATE_EXCEEDED", "TOPICS_MESSAGE_RATE_EXCEEDED":
             self = .rateLimited
         case "CONNECTION_DRAINING":

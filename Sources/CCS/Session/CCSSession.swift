@@ -39,10 +39,14 @@ public struct CCSSession: Sendable {
     /// When this connection last resolved a message (ack, nack, stanza error), or logged in: seconds.
     public private(set) var lastResolutionAt = 0.0
 
+    /// When this connection logged in (dispatcher clock, seconds); nil while connecting.
+    public private(set) var readyAt: Double?
+
     public mutating func becameReady(now: Double) {
         guard phase == .connecting else { preconditionFailure("becameReady in phase \(phase)") }
         phase = .ready
         lastResolutionAt = now
+        readyAt = now
     }
 
     /// Records a send at `now`. The caller checked `canSend`.

@@ -71,6 +71,16 @@ public struct EmulatorConfiguration: Sendable {
     /// Outbound bytes buffered per connection before the emulator drops a client that does not read. Default 4 MiB.
     public var maxBufferedWriteBytes: Int
 
+    // Fault modes (Sources/CCSEmulator/Faults), set after init; all off by default.
+    /// End every stream right after login in this form (`AfterLoginFault`); nil = off.
+    public var afterLoginFault: AfterLoginFault?
+    /// Milliseconds after login at which `afterLoginFault` fires when no message arrived first. Default 100.
+    public var afterLoginFaultDelayMilliseconds = 100
+    /// Answer every client ACK with this error instead of taking it (`AckRejection`); nil = off.
+    public var ackRejection: AckRejection?
+    /// Prefix of the message_ids the `upstream` command makes: `u-` gives `u-1`, `u-2`, … Default `u-`.
+    public var upstreamMessageIDPrefix = "u-"
+
     public init(
         listen: [ListenAddress] = [ListenAddress(port: 5235), ListenAddress(port: 5236)],
         senderID: String, serverKey: String, jidDomain: String = "gcm.googleapis.com",

@@ -60,10 +60,10 @@ public final class CCSEmulator: @unchecked Sendable {
     private var servers: [TLSServer] = []
     private var connections: [Int: EmulatorConnection] = [:]
     private var nextConnectionID = 1
-    private var counters = EmulatorStats()
+    var counters = EmulatorStats()
     private var policy: DownstreamPolicy
     /// Per downstream message_id: attempts decided (drain nacks excluded), the target, and whether acked.
-    private var seen: [String: Seen] = [:]
+    var seen: [String: Seen] = [:]
     private var upstreamSequence = 0
     private var pingSequence = 0
     /// Upstream messages to redeliver once a connection is ready (none was when theirs closed).
@@ -73,7 +73,7 @@ public final class CCSEmulator: @unchecked Sendable {
     private var repliesHead = 0
     private var replyTimer: TimerHandle?
 
-    private struct Seen {
+    struct Seen {
         var attempts: Int
         var target: String?
         var acked: Bool
@@ -257,12 +257,13 @@ public final class CCSEmulator: @unchecked Sendable {
                     var json = OrderedJSON()
                     json.add("category", "com.example.app")
                     json.add("data", raw: data.text)
-                    json.add("message_id", "u-\(n)")
+                    let messageID = "\(configuration.upstreamMessageIDPrefix)\(n)"
+                    json.add("message_id", messageID)
                     json.add("from", "device-\(n)")
                     json.add("time_to_live", .int(86400))
-                    deliverUpstream(messageID: "u-\(n)", json: json.text, on: target)
+                    deliverUpstream(messageID: messageID, json: json.text, on: target)
                     counters.upstreamSent += 1
-                    ids.append("u-\(n)")
+                    ids.append(messageID)
                 }
                 return (target.id, ids)
             }
@@ -354,6 +355,7 @@ public final class CCSEmulator: @unchecked Sendable {
         connection.loginTimer?.cancel()
         connection.becomeReady()
         log("bound \(connection.jid ?? "")", connection: connection.id)
+        armAfterLoginFault(connection)
         if !orphanUpstream.isEmpty {
             let orphans = orphanUpstream
             orphanUpstream = []
@@ -392,6 +394,7 @@ public final class CCSEmulator: @unchecked Sendable {
     /// A `<message>` (or an IQ reply) from a bound client.
     func received(_ stanza: XMLElement, on connection: EmulatorConnection) {
         guard connection.isOpenForTraffic else { return }
+        if endStreamAfterLoginIfDue(stanza, on: connection) { return }
         if stanza.name == "iq" {
             if stanza.attribute("type") == "result", stanza.attribute("id")?.hasPrefix("emu-ping-") == true {
                 counters.pongsReceived += 1
@@ -404,7 +407,7 @@ public final class CCSEmulator: @unchecked Sendable {
         case .notCCS, .otherType:
             counters.unknownStanzas += 1
         case .ack(let messageID):
-            clientAcked(messageID, on: connection)
+            if !rejectAck(stanza, messageID: messageID, on: connection) { clientAcked(messageID, on: connection) }
         case .unreadable(let id, let echoed, let text):
             counters.stanzaErrors += 1
             connection.write(ServerStanzas.stanzaError(id: id, echoedPayload: echoed, text: text))
@@ -437,6 +440,7 @@ public final class CCSEmulator: @unchecked Sendable {
         }
         entry.attempts += 1
         seen[id] = entry
+        counters.maxAttemptsPerMessageID = max(counters.maxAttemptsPerMessageID, entry.attempts)
         let outcome = policy.decide(messageID: id, target: message.target, attempt: entry.attempts)
         connection.unacked += 1
         counters.maxUnackedObserved = max(counters.maxUnackedObserved, connection.unacked)

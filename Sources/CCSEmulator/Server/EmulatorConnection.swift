@@ -91,6 +91,14 @@ final class EmulatorConnection: TLSConnectionDelegate {
         tls.abort()
     }
 
+    /// Ends the connection at the transport without a stream end: TLS close_notify and FIN (`reset` false),
+    /// or a TCP reset (`reset` true). For the after-login fault.
+    func closeTransport(reset: Bool) {
+        guard phase != .closed else { return }
+        enterClosing()
+        if reset { tls.reset() } else { tls.close() }
+    }
+
     func becomeReady() {
         if phase == .negotiating { phase = .ready }
     }

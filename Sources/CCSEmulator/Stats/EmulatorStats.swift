@@ -44,6 +44,12 @@ public struct EmulatorStats: Sendable, Equatable {
     public var pongsReceived = 0
     /// Streams the emulator closed after CONNECTION_DRAINING.
     public var drainedConnections = 0
+    /// The most attempts one downstream message_id made (arrivals not answered with CONNECTION_DRAINING).
+    public var maxAttemptsPerMessageID = 0
+    /// Streams ended by the after-login fault (`EmulatorConfiguration.afterLoginFault`).
+    public var streamsEndedAfterLogin = 0
+    /// Client ACKs answered with an error by `EmulatorConfiguration.ackRejection` (not taken).
+    public var acksRejected = 0
 
     public init() {}
 
@@ -64,6 +70,8 @@ public struct EmulatorStats: Sendable, Equatable {
             ("max_unacked_observed", maxUnackedObserved), ("duplicate_message_ids", duplicateMessageIDs),
             ("resends", resends), ("unknown_stanzas", unknownStanzas), ("xml_errors", xmlErrors),
             ("pings_sent", pingsSent), ("pongs_received", pongsReceived), ("drained_connections", drainedConnections),
+            ("max_attempts_per_message_id", maxAttemptsPerMessageID), ("streams_ended_after_login", streamsEndedAfterLogin),
+            ("acks_rejected", acksRejected),
         ]
         var out = OrderedJSON()
         for (key, value) in fields { out.add(key, .int(Int64(value))) }

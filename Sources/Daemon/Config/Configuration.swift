@@ -18,7 +18,9 @@ import Foundation
 /// | `max_attempts` | integer 1…100 | 5 |
 /// | `retry_initial_seconds`, `retry_max_seconds` | number > 0 | 1, 60 |
 /// | `rate_limit_initial_seconds`, `rate_limit_max_seconds` | number > 0 | 1, 300 |
-/// | `reconnect_initial_seconds`, `reconnect_max_seconds` | number > 0 | 1, 60 |
+/// | `reconnect_initial_seconds`, `reconnect_max_seconds` | number > 0 | 1, 60 (after a failed or short-lived connection) |
+/// | `refused_reconnect_initial_seconds`, `refused_reconnect_max_seconds` | number > 0 | 300, 3600 (after a stream error reconnecting cannot heal, e.g. `host-unknown`) |
+/// | `healthy_connection_seconds` | number > 0 | 10 (a connection that drops sooner counts as failed and backs off) |
 /// | `upstream_dedupe_seconds` | number > 0 | 600 |
 /// | `connect_timeout_seconds`, `handshake_timeout_seconds`, `login_timeout_seconds` | number > 0 | 10, 10, 20 |
 /// | `keepalive_seconds`, `dead_peer_seconds` | number > 0, dead > keepalive | 30, 90 |
@@ -43,6 +45,10 @@ public struct Configuration: Sendable {
     public var retryBackoff = Backoff(base: 1, cap: 60)
     public var rateLimitBackoff = Backoff(base: 1, cap: 300)
     public var reconnectBackoff = Backoff(base: 1, cap: 60)
+    /// Backoff after a stream error reconnecting cannot heal (`XMPPError.unhealableCondition`).
+    public var refusedReconnectBackoff = Backoff(base: 300, cap: 3600)
+    /// Seconds a connection must stay logged in for its drop to reconnect at once (`ReconnectPolicy`).
+    public var healthyConnectionSeconds = ReconnectPolicy.defaultHealthyAfter
     public var upstreamDedupeSeconds = 600.0
     public var connectTimeoutSeconds = 10.0
     public var handshakeTimeoutSeconds = 10.0
@@ -71,7 +77,8 @@ public struct Configuration: Sendable {
             endpoints: endpoints, connections: connections, window: window, maxAttempts: maxAttempts,
             retryBackoff: retryBackoff, rateLimitBackoff: rateLimitBackoff, reconnectBackoff: reconnectBackoff,
             upstreamDedupeWindow: upstreamDedupeSeconds, ackTimeout: ackTimeoutSeconds,
-            drainTimeout: drainTimeoutSeconds)
+            drainTimeout: drainTimeoutSeconds, refusedReconnectBackoff: refusedReconnectBackoff,
+            healthyConnectionSeconds: healthyConnectionSeconds)
     }
 }
 
@@ -93,7 +100,8 @@ extension Configuration {
         "rate_limit_initial_seconds", "rate_limit_max_seconds", "reconnect_initial_seconds", "reconnect_max_seconds",
         "upstream_dedupe_seconds", "connect_timeout_seconds", "handshake_timeout_seconds", "login_timeout_seconds",
         "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes", "shutdown_grace_seconds",
-        "ack_timeout_seconds", "drain_timeout_seconds",
+        "ack_timeout_seconds", "drain_timeout_seconds", "refused_reconnect_initial_seconds",
+        "refused_reconnect_max_seconds", "healthy_connection_seconds",
     ]
 
     /// Reads a configuration file's JSON text over the defaults.
@@ -147,6 +155,9 @@ extension Configuration {
         case "shutdown_grace_seconds": shutdownGraceSeconds = try Self.seconds(key, value)
         case "ack_timeout_seconds": ackTimeoutSeconds = try Self.seconds(key, value)
         case "drain_timeout_seconds": drainTimeoutSeconds = try Self.seconds(key, value)
+        case "refused_reconnect_initial_seconds": refusedReconnectBackoff.base = try Self.seconds(key, value)
+        case "refused_reconnect_max_seconds": refusedReconnectBackoff.cap = try Self.seconds(key, value)
+        case "healthy_connection_seconds": healthyConnectionSeconds = try Self.seconds(key, value)
         default: throw ConfigurationError(field: key, rule: "unknown key")
         }
     }
@@ -161,7 +172,8 @@ extension Configuration {
         if jidDomain.isEmpty || jidDomain.contains(where: { $0 == "@" || $0 == "/" || $0 == " " }) {
             throw ConfigurationError(field: "jid_domain", rule: "must be a domain such as gcm.googleapis.com")
         }
-        for (name, backoff) in [("retry", retryBackoff), ("rate_limit", rateLimitBackoff), ("reconnect", reconnectBackoff)]
+        for (name, backoff) in [("retry", retryBackoff), ("rate_limit", rateLimitBackoff), ("reconnect", reconnectBackoff),
+                                ("refused_reconnect", refusedReconnectBackoff)]
         where backoff.cap < backoff.base {
             throw ConfigurationError(field: "\(name)_max_seconds", rule: "must be at least \(name)_initial_seconds")
         }

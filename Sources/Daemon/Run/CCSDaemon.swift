@@ -301,9 +301,31 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
             break
         }
         let unmatchedBefore = dispatcher.counters.unmatchedResolutions
+        let ackErrorsBefore = dispatcher.counters.ackErrors
         perform(dispatcher.received(message, on: client.tag, now: now()))
         if dispatcher.counters.unmatchedResolutions != unmatchedBefore {
             logger.warning("ack or nack for a message not in flight on this connection; ignored", ["connection": "\(client.tag)"])
+        }
+        if dispatcher.counters.ackErrors != ackErrorsBefore {
+            // About an ACK ccsd sent: no downstream message is touched; CCS may redeliver the upstream one.
+            var upstreamID = "", error = ""
+            switch message {
+            case .nack(let nack): (upstreamID, error) = (nack.messageID, nack.error)
+            case .stanzaError(let stanzaError): (upstreamID, error) = (stanzaError.messageID ?? stanzaError.id ?? "", stanzaError.condition)
+            default: break
+            }
+            logger.warning("the server rejected an ACK ccsd sent; no downstream message is affected",
+                           ["connection": "\(client.tag)", "message_id": upstreamID, "error": error,
+                            "ack_errors": "\(dispatcher.counters.ackErrors)"])
+        }
+    }
+
+    /// What to check for a refusal condition (RFC 6120 §4.9.3).
+    static func refusalHint(_ condition: String) -> String {
+        switch condition {
+        case "host-unknown", "improper-addressing": "jid_domain and the endpoint host"
+        case "not-authorized": "sender_id, the server key and the project's CCS access"
+        default: "the endpoint: it does not speak XMPP as CCS does"
         }
     }
 
@@ -317,6 +339,13 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
                 end = .closedLocally
             } else if error.isConfigurationError {
                 end = .authenticationFailed(reason: error.description)
+            } else if let condition = error.unhealableCondition {
+                end = .refused(condition: condition, reason: error.description)
+                let backoff = configuration.dispatcherConfiguration.refusedReconnectBackoff
+                logger.error("the server refused the stream with a condition reconnecting cannot fix; backing off",
+                             ["connection": "\(id)", "condition": condition, "error": error.description,
+                              "next_attempt_seconds": "\(Int(backoff.base * (1 - backoff.jitter)))–\(Int(backoff.cap))",
+                              "check": Self.refusalHint(condition)])
             } else {
                 end = .lost(reason: error.description)
             }

@@ -207,6 +207,17 @@ public final class TLSConnection {
         finish(nil)
     }
 
+    /// Abrupt close with a TCP reset: like `abort()`, but with `SO_LINGER` 0, so the peer's next read fails
+    /// with ECONNRESET instead of seeing EOF. For fault injection (the emulator's `rst` fault). Idempotent.
+    public func reset() {
+        eventLoop.preconditionInEventLoop()
+        if let fd = socket?.fd {
+            var option = linger(l_onoff: 1, l_linger: 0)
+            _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &option, socklen_t(MemoryLayout<linger>.size))
+        }
+        finish(nil)
+    }
+
     // MARK: Client connect
 
     private func startResolving() {
