@@ -176,18 +176,35 @@ private extension ReconnectPolicy.SlotState {
         #expect(h.dispatcher.store.record("m-1")?.sends == sendsOfM1)
     }
 
-    @Test func aDrainRightAfterLoginBacksOffToo() {
+    /// The first young drain in a row opens its replacement at once (CCS moves clients by draining); a second
+    /// young drain in a row waits the backoff, so a server draining every login sees no storm.
+    @Test func repeatedDrainsRightAfterLoginBackOff() {
         var h = Harness()
         h.startReady()
         h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
-        #expect(h.opened.count == 1, "a drain 0 s after login opened its replacement at once")
-        h.advance(to: 1.21)
-        #expect(h.opened.map(\.endpoint) == [primary, secondary])
-        // A drain after a healthy connection opens the replacement at once.
+        #expect(h.opened.map(\.endpoint) == [primary, secondary], "the first drain opens its replacement at once")
         h.apply(h.dispatcher.connectionReady(2, now: h.now))
-        h.now += 10
         h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 2)
+        #expect(h.opened.count == 2, "a second drain 0 s after login opened its replacement at once")
+        h.advance(to: h.now + 0.79)
+        #expect(h.opened.count == 2, "the backoff after a second young drain is at least 0.8 s")
+        h.advance(to: h.now + 0.42)
         #expect(h.opened.map(\.endpoint) == [primary, secondary, primary])
+        // A drain after a healthy connection opens the replacement at once and clears the failures.
+        h.apply(h.dispatcher.connectionReady(3, now: h.now))
+        h.now += 10
+        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 3)
+        #expect(h.opened.map(\.endpoint) == [primary, secondary, primary, secondary])
+    }
+
+    @Test func drainPolicyAlone() {
+        let policy = ReconnectPolicy(backoff: Backoff(base: 1, cap: 60), refusedBackoff: Backoff(base: 300, cap: 3600))
+        var state = ReconnectPolicy.SlotState()
+        #expect(policy.next(after: .drainedAfter(seconds: 1), state: &state, u: 0) == .init(delay: 0, switchEndpoint: true))
+        #expect(policy.next(after: .drainedAfter(seconds: 1), state: &state, u: 0) == .init(delay: 1, switchEndpoint: true))
+        #expect(policy.next(after: .drainedAfter(seconds: 1), state: &state, u: 0) == .init(delay: 2, switchEndpoint: true))
+        #expect(policy.next(after: .drainedAfter(seconds: 10), state: &state, u: 0) == .init(delay: 0, switchEndpoint: true))
+        #expect(state == ReconnectPolicy.SlotState())
     }
 }
 

@@ -481,22 +481,21 @@ public struct Dispatcher: Sendable {
         counters.drains += 1
         actions.append(.event(.connection(id: id, endpoint: session.endpoint, state: .draining, reason: nil)))
         // The draining connection leaves its slot; a replacement opens on the other endpoint (§5): at once
-        // after a healthy connection, else after the backoff (a server that drains every login is a failure).
+        // after a healthy connection or after the first young drain in a row, else after the backoff (a
+        // server that drains every login is failing).
         guard let slotIndex = slotOfConnection.removeValue(forKey: id), !shuttingDown else { return }
         slots[slotIndex].connection = nil
         let drained = configuration.endpoints.firstIndex(of: session.endpoint) ?? slots[slotIndex].endpointIndex
         slots[slotIndex].endpointIndex = drained
-        reconnect(slot: slotIndex, after: .droppedAfter(seconds: now - (session.readyAt ?? now)), now: now,
-                  alwaysSwitchEndpoint: true, actions: &actions)
+        reconnect(slot: slotIndex, after: .drainedAfter(seconds: now - (session.readyAt ?? now)), now: now, actions: &actions)
     }
 
     /// Opens the slot's next connection at once or after the backoff, per `ReconnectPolicy`.
     private mutating func reconnect(
-        slot index: Int, after ending: ReconnectPolicy.Ending, now: Double, alwaysSwitchEndpoint: Bool = false,
-        actions: inout [DispatcherAction]
+        slot index: Int, after ending: ReconnectPolicy.Ending, now: Double, actions: inout [DispatcherAction]
     ) {
         let decision = configuration.reconnectPolicy.next(after: ending, state: &slots[index].reconnect, using: &random)
-        if decision.switchEndpoint || alwaysSwitchEndpoint {
+        if decision.switchEndpoint {
             slots[index].endpointIndex = (slots[index].endpointIndex + 1) % configuration.endpoints.count
         }
         if ending == .refused {

@@ -6,8 +6,13 @@
 ///   failures are cleared and it reconnects at once, to the same endpoint (CCS asks for that, §5).
 /// - **Failure**: the connection never logged in (TCP, TLS or login failed), or it dropped within
 ///   `healthyAfter` seconds of logging in, whatever the form (stream error, `</stream:stream>`, FIN, RST,
-///   unparseable XML, `see-other-host`, a drain). Failures count up; the slot waits
+///   unparseable XML, `see-other-host`). Failures count up; the slot waits
 ///   `backoff.delay(attempt: failures)` and tries the other endpoint.
+/// - **Drain** (CONNECTION_DRAINING): the replacement always goes to the other endpoint. After a healthy
+///   connection it opens at once. A drain within `healthyAfter` of login counts as a failure, but the first
+///   one in a row still opens at once (draining is CCS's normal way to move a client, and the draining
+///   connection keeps working); from the second in a row the slot waits `backoff.delay(attempt: failures - 1)`,
+///   so a server that drains every login gets backed-off attempts too.
 /// - **Refusal**: the server named a condition that reconnecting cannot heal (`ConnectionEnd.refused`).
 ///   Refusals count up apart; the slot waits `refusedBackoff.delay(attempt: refusals)` (minutes by
 ///   default) and tries the other endpoint.
@@ -51,6 +56,8 @@ public struct ReconnectPolicy: Sendable, Equatable {
     public enum Ending: Sendable, Equatable {
         /// It logged in and stayed that many seconds, then dropped (or started draining).
         case droppedAfter(seconds: Double)
+        /// It started draining that many seconds after logging in.
+        case drainedAfter(seconds: Double)
         /// It never logged in.
         case neverLoggedIn
         /// The server refused it with a condition retrying cannot heal (logged in or not).
@@ -79,6 +86,13 @@ public struct ReconnectPolicy: Sendable, Equatable {
         case .droppedAfter(let seconds) where isHealthy(loggedInFor: seconds):
             state = SlotState()
             return Decision(delay: 0, switchEndpoint: false)
+        case .drainedAfter(let seconds) where isHealthy(loggedInFor: seconds):
+            state = SlotState()
+            return Decision(delay: 0, switchEndpoint: true)
+        case .drainedAfter:
+            state.failures += 1
+            let delay = state.failures == 1 ? 0 : backoff.delay(attempt: state.failures - 1, u: u)
+            return Decision(delay: delay, switchEndpoint: true)
         case .droppedAfter, .neverLoggedIn:
             state.failures += 1
             return Decision(delay: backoff.delay(attempt: state.failures, u: u), switchEndpoint: true)
@@ -91,8 +105,12 @@ public struct ReconnectPolicy: Sendable, Equatable {
 
     /// `next(after:state:u:)` with a fresh draw from `generator`, drawn only when a wait is due.
     public func next(after ending: Ending, state: inout SlotState, using generator: inout some RandomNumberGenerator) -> Decision {
-        if case .droppedAfter(let seconds) = ending, isHealthy(loggedInFor: seconds) {
+        switch ending {
+        case .droppedAfter(let seconds) where isHealthy(loggedInFor: seconds),
+             .drainedAfter(let seconds) where isHealthy(loggedInFor: seconds):
             return next(after: ending, state: &state, u: 0)
+        default:
+            break
         }
         return next(after: ending, state: &state, u: Double.random(in: -1...1, using: &generator))
     }
