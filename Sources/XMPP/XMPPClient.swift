@@ -42,10 +42,19 @@ public struct XMPPClientConfiguration: Sendable {
 public protocol XMPPClientDelegate: AnyObject {
     /// Login finished; `jid` is the bound full JID.
     func xmppClientDidBecomeReady(_ client: XMPPClient, jid: String)
-    /// A stanza arrived once ready (pings and unknown IQs are already answered).
+    /// A stanza arrived (pings and unknown IQs are already answered). Stanzas are traffic from the bind
+    /// request on, so this may come before `xmppClientDidBecomeReady` while the session request is pending
+    /// (RFC 6120 §7, RFC 6121 Appendix E); replies to it (an upstream ACK) may be sent at once.
     func xmppClient(_ client: XMPPClient, didReceive stanza: XMLElement)
+    /// Something that did not end the stream but is worth a log line (a refused session, stanzas ignored
+    /// before resource binding); `error` carries no stanza content. Default: nothing.
+    func xmppClient(_ client: XMPPClient, noticed error: XMPPError)
     /// The connection ended; called exactly once. `error.kind == .closedLocally` after `close()`.
     func xmppClient(_ client: XMPPClient, didEndWith error: XMPPError)
+}
+
+extension XMPPClientDelegate {
+    public func xmppClient(_ client: XMPPClient, noticed error: XMPPError) {}
 }
 
 /// The driver of one XMPP client stream: it owns the TLS connection, the streaming parser, the
@@ -202,6 +211,8 @@ public final class XMPPClient: TLSConnectionDelegate {
                 delegate?.xmppClientDidBecomeReady(self, jid: jid)
             case .deliver(let stanza):
                 delegate?.xmppClient(self, didReceive: stanza)
+            case .notice(let error):
+                delegate?.xmppClient(self, noticed: error)
             case .fail(let error):
                 if closingLocally, error.kind == .streamClosedByPeer {
                     end(XMPPError(.closedLocally, message: ""))
