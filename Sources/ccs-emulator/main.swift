@@ -21,6 +21,12 @@ let usage = """
       --control-port P          line-based control channel on 127.0.0.1:P (0 = ephemeral)
       --ready-file FILE         write {"ports":[...],"control_port":...} once listening
       --stats-file FILE         write the stats JSON on exit
+    fault modes (off by default):
+      --early-upstream N        N upstream messages pending from the start: after each bind result, before the
+                                session result, send those not yet ACKed, a receipt, an ack nobody asked for,
+                                a presence, an iq get (version), a ping and a stray iq result
+      --stream-prologue LIST    comma-separated: newline (after <success/>), bom (UTF-8 byte-order mark before
+                                each stream header), declaration (XML declaration before each stream header)
     control commands (one per line, JSON answer per line): drain [conn], upstream N [conn], receipt ID [conn],
       ping [conn], stream-error CONDITION [conn], disconnect [conn], stats, connections
     """
@@ -51,6 +57,7 @@ struct Options {
     var controlPort: Int?
     var readyFile: String?
     var statsFile: String?
+    var negotiationFaults = NegotiationFaults()
 }
 
 func parseOptions(_ arguments: [String]) -> Options {
@@ -112,6 +119,13 @@ func parseOptions(_ arguments: [String]) -> Options {
         case "--control-port": options.controlPort = integer(flag, value(flag, inline: inline), 0...65535)
         case "--ready-file": options.readyFile = value(flag, inline: inline)
         case "--stats-file": options.statsFile = value(flag, inline: inline)
+        case "--early-upstream": options.negotiationFaults.earlyUpstream = integer(flag, value(flag, inline: inline), 0...10_000)
+        case "--stream-prologue":
+            let text = value(flag, inline: inline)
+            guard let parts = NegotiationFaults.parsePrologue(text) else {
+                fail("--stream-prologue: expected a comma-separated list of newline, bom, declaration; got \(text)")
+            }
+            options.negotiationFaults.streamPrologue = parts
         default:
             fail("unknown flag \(arguments[index])\n\(usage)")
         }
@@ -166,6 +180,7 @@ configuration.nackRate = options.nackRate
 configuration.seed = options.seed
 configuration.receipts = options.receipts
 configuration.drainGraceMilliseconds = options.drainGrace
+configuration.negotiationFaults = options.negotiationFaults
 
 let emulator = CCSEmulator(configuration: configuration, log: { log($0) })
 let ports: [Int]

@@ -70,6 +70,8 @@ public struct EmulatorConfiguration: Sendable {
     public var loginTimeoutSeconds: Double
     /// Outbound bytes buffered per connection before the emulator drops a client that does not read. Default 4 MiB.
     public var maxBufferedWriteBytes: Int
+    /// Login fault modes (early traffic before the session result, noise around stream headers). Default off.
+    public var negotiationFaults = NegotiationFaults()
 
     public init(
         listen: [ListenAddress] = [ListenAddress(port: 5235), ListenAddress(port: 5236)],
