@@ -274,7 +274,7 @@ public struct StreamNegotiation: Sendable {
         guard ignoredBeforeBind == 1 else { return [] }
         return [.notice(XMPPError(
             .unexpectedStanza,
-            message: "ignored \(what) (RFC 6120 §7.1); later ones on this stream are ignored without notice"))]
+            message: "ignored \(what) (RFC 6120 §7.1); later ones on this connection are ignored without notice"))]
     }
 
     /// The reply to an `iq get`/`set` (RFC 6120 §8.2.3): a result for a XEP-0199 ping, else

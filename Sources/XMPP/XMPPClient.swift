@@ -12,7 +12,8 @@ public struct XMPPClientConfiguration: Sendable {
     public var tls: TLSClientConfiguration
     /// Inbound stanza bounds (default 1 MiB, depth 32).
     public var limits: XMLStreamLimits
-    /// Seconds from TLS ready to bound resource, else `.negotiationTimedOut`. Default 20.
+    /// Seconds from TLS ready to login finished (bind and, if offered, session answered), else
+    /// `.negotiationTimedOut`. Default 20.
     public var loginTimeout: Double
     /// Seconds of inbound silence before a XEP-0199 ping. Default 30.
     public var keepaliveInterval: Double
@@ -197,7 +198,8 @@ public final class XMPPClient: TLSConnectionDelegate {
             case .sendStreamHeader(let to):
                 send(raw: XMLWriter.streamHeader(to: to))
             case .restartStream(let to):
-                // RFC 6120 §6.4.6: a fresh parser for the new stream, from the next byte on.
+                // RFC 6120 §6.4.6: a fresh parser for the new stream, from the next byte on; whitespace left
+                // from the old stream and a byte-order mark before the new header are skipped (StreamPrologue).
                 parser.reset()
                 send(raw: XMLWriter.streamHeader(to: to))
             case .send(let element):
