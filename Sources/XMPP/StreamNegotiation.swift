@@ -260,16 +260,18 @@ public struct StreamNegotiation: Sendable {
         switch stanza.name {
         case "iq" where isStanza:
             if let answer = answerRequest(stanza) { return answer }
-            return ignoreBeforeBind(stanza, "an IQ \(stanza.attribute("type") ?? "without type") that answers nothing of ours")
+            // The peer's type attribute is named only when it is one of the reply types (no peer text in logs).
+            let type = stanza.attribute("type").flatMap { $0 == "result" || $0 == "error" ? $0 : nil } ?? "reply"
+            return ignoreBeforeBind("an IQ \(type) that answers nothing of ours")
         case "message" where isStanza, "presence" where isStanza:
-            return ignoreBeforeBind(stanza, "<\(stanza.name)> before resource binding")
+            return ignoreBeforeBind("<\(stanza.name)> before resource binding")
         default:
             let namespace = stanza.namespace.map { " in namespace '\($0)'" } ?? ""
             return fail(.unexpectedStanza, message: "expected \(expected), got <\(stanza.name)>\(namespace)")
         }
     }
 
-    private mutating func ignoreBeforeBind(_ stanza: XMLElement, _ what: String) -> [Action] {
+    private mutating func ignoreBeforeBind(_ what: String) -> [Action] {
         ignoredBeforeBind += 1
         guard ignoredBeforeBind == 1 else { return [] }
         return [.notice(XMPPError(
