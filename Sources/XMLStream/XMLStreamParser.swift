@@ -16,7 +16,9 @@ private let libxml2Initialized: Bool = {
 ///
 /// Restricted XML (RFC 6120 §11.1) is enforced: no DTD, no entity other than the five predefined ones
 /// and character references, no comments, no processing instructions (an XML declaration before the
-/// stream header is fine), UTF-8 only (§11.6). libxml2 runs with `XML_PARSE_NOENT | XML_PARSE_NONET`,
+/// stream header is fine), UTF-8 only (§11.6). Whitespace and UTF-8 byte-order marks before a stream's
+/// XML declaration or header are skipped on every stream, restarted ones included (`StreamPrologue`):
+/// the bytes a peer writes after `<success/>` and before its new header never reach the new document. libxml2 runs with `XML_PARSE_NOENT | XML_PARSE_NONET`,
 /// never `XML_PARSE_HUGE` or `XML_PARSE_DTDLOAD`; DTDs and entities are refused in SAX callbacks.
 ///
 /// Memory is bounded by `XMLStreamLimits`: the parser hands libxml2 at most 64 KiB at a time and checks
@@ -63,6 +65,8 @@ public final class XMLStreamParser {
     private var namespaceCache: [UnsafeRawPointer: String] = [:]
     /// Checks the bytes are UTF-8 before libxml2 sees them (RFC 6120 §11.6).
     private var utf8 = UTF8Validator()
+    /// Skips whitespace and byte-order marks before each stream's first `<`.
+    private var prologue = StreamPrologue()
 
     public init(limits: XMLStreamLimits = XMLStreamLimits()) {
         self.limits = limits
@@ -147,6 +151,24 @@ public final class XMLStreamParser {
     private func parse(_ base: UnsafePointer<CChar>, count total: Int) -> XMLStreamError? {
         var offset = 0
         while offset < total {
+            if !prologue.isFinished {
+                // Whitespace and byte-order marks before the stream's first `<` never reach libxml2.
+                switch prologue.scan(UnsafeRawBufferPointer(start: base + offset, count: total - offset)) {
+                case .skippedAll:
+                    return nil
+                case .content(let start, let replay):
+                    offset += start
+                    if replay > 0 {
+                        // The start of a byte-order mark held from an earlier chunk was not one: parse it
+                        // first (it cannot complete an event, so no restart can happen inside).
+                        let error = StreamPrologue.byteOrderMark.withUnsafeBufferPointer { mark in
+                            mark.withMemoryRebound(to: CChar.self) { parse($0.baseAddress!, count: replay) }
+                        }
+                        if let error { return error }
+                    }
+                    continue
+                }
+            }
             let ctxt = context ?? makeContext()
             var count = min(Self.sliceBytes, total - offset)
             // libxml2 gets only the valid UTF-8 prefix; the events before a bad byte are still delivered.
@@ -235,6 +257,7 @@ public final class XMLStreamParser {
         stanzaTextBytes = 0
         namespaceCache.removeAll()
         utf8 = UTF8Validator()
+        prologue = StreamPrologue()
     }
 
     // MARK: - Called from the SAX callbacks

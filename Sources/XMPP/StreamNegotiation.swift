@@ -9,8 +9,18 @@ import XMLStream
 ///     header → features(mechanisms) → <auth mechanism="PLAIN"> → <success/> → restart:
 ///     header → features(bind[, session]) → bind IQ → [session IQ] → ready
 ///
-/// Once ready it answers XEP-0199 pings, answers unknown `iq get`/`set` with `service-unavailable`
-/// (RFC 6120 §8.4), and passes every other stanza up with `.deliver`.
+/// Stanzas are traffic from the moment the bind request is out, whatever negotiation step is still
+/// pending (RFC 6120 §7: a server routes to a resource once bound; RFC 6121 Appendix E makes the
+/// session request a no-op): messages and presence go up with `.deliver` (possibly before `.ready`),
+/// XEP-0199 pings get a result, other `iq get`/`set` get `service-unavailable` (RFC 6120 §8.2.3, §8.4),
+/// and IQ results and errors that are not the answer to our own request go up too; none of them fails
+/// the stream. Before the bind request (features, SASL), `<message>` and `<presence>` cannot be for us
+/// and are ignored, unACKed, so the server redelivers them (RFC 6120 §7.1); `iq get`/`set` are answered
+/// as above and IQ results/errors ignored. Only a nonza that does not fit the step fails the stream.
+///
+/// A session request the server answers with an error does not fail the stream either: the session is a
+/// no-op (RFC 6121 Appendix E), and failing would keep ccsd from ever logging in to such a server. The
+/// refusal is reported with `.notice`, then `.ready` follows.
 public struct StreamNegotiation: Sendable {
     /// What the driver must do, in order.
     public enum Action: Sendable, Equatable {
@@ -22,8 +32,11 @@ public struct StreamNegotiation: Sendable {
         case send(XMLElement)
         /// Negotiation finished; the full JID the server bound.
         case ready(jid: String)
-        /// A stanza for the layer above (only once ready).
+        /// A stanza for the layer above: any stanza once the bind request is out, also before `.ready`.
         case deliver(XMLElement)
+        /// Something the operator may want to know that does not end the stream: a refused session, or
+        /// the first stanza ignored before resource binding. Never carries stanza content.
+        case notice(XMPPError)
         /// The stream failed or the server ended it: close the stream and the transport, report the error.
         case fail(XMPPError)
     }
@@ -48,6 +61,8 @@ public struct StreamNegotiation: Sendable {
     private var nextID = 0
     /// Whether the post-auth features offered a session that is not marked `<optional/>` (RFC 3921 §3).
     private var sessionOffered = false
+    /// Stanzas ignored because they came before the bind request (only the first is reported).
+    public private(set) var ignoredBeforeBind = 0
 
     public init(credentials: XMPPCredentials) {
         self.credentials = credentials
@@ -91,32 +106,31 @@ public struct StreamNegotiation: Sendable {
         if stanza.is("error", XMLNamespace.stream) {
             return streamErrorReceived(stanza)
         }
-        // A ping is answered in any state once the stream is open, not only when ready (XEP-0199 §4.1).
-        if !isReady, StreamNegotiation.isIQ(stanza), stanza.attribute("type") == "get",
-           stanza.child("ping", namespace: XMLNamespace.ping) != nil {
-            switch state {
-            case .awaitingFeatures, .authenticating, .binding, .establishingSession:
-                return [.send(reply(to: stanza, type: "result", id: stanza.attribute("id") ?? ""))]
-            default:
-                break
-            }
-        }
         switch state {
         case .idle, .awaitingStreamHeader:
             return fail(.unexpectedStanza, message: "<\(stanza.name)> before the stream header")
         case .awaitingFeatures(let authenticated):
-            guard stanza.is("features", XMLNamespace.stream) else {
-                return fail(.unexpectedStanza, message: "expected stream features, got <\(stanza.name)>")
+            if stanza.is("features", XMLNamespace.stream) {
+                return authenticated ? postAuthFeatures(stanza) : preAuthFeatures(stanza)
             }
-            return authenticated ? postAuthFeatures(stanza) : preAuthFeatures(stanza)
+            return stanzaBeforeBind(stanza, expected: "stream features")
         case .authenticating:
-            return saslOutcome(stanza)
+            if stanza.namespace == XMLNamespace.sasl {
+                return saslOutcome(stanza)
+            }
+            return stanzaBeforeBind(stanza, expected: "SASL success or failure")
         case .binding(let iqID):
-            return bindResult(stanza, iqID: iqID)
+            if StreamNegotiation.isResponse(stanza, to: iqID) {
+                return bindResult(stanza)
+            }
+            return trafficStanza(stanza)
         case .establishingSession(let iqID, let jid):
-            return sessionResult(stanza, iqID: iqID, jid: jid)
+            if StreamNegotiation.isResponse(stanza, to: iqID) {
+                return sessionResult(stanza, jid: jid)
+            }
+            return trafficStanza(stanza)
         case .ready:
-            return readyStanza(stanza)
+            return trafficStanza(stanza)
         case .failed:
             return []
         }
@@ -175,7 +189,7 @@ public struct StreamNegotiation: Sendable {
             // PLAIN has no challenges (RFC 4616); answering one would be guessing.
             return fail(.unexpectedStanza, message: "SASL challenge for PLAIN")
         }
-        return fail(.unexpectedStanza, message: "expected SASL success or failure, got <\(stanza.name)>")
+        return fail(.unexpectedStanza, message: "expected SASL success or failure, got <\(stanza.name)> in the SASL namespace")
     }
 
     private mutating func postAuthFeatures(_ features: XMLElement) -> [Action] {
@@ -193,10 +207,8 @@ public struct StreamNegotiation: Sendable {
         return [.send(iq(type: "set", id: iqID, child: bind))]
     }
 
-    private mutating func bindResult(_ stanza: XMLElement, iqID: String) -> [Action] {
-        guard StreamNegotiation.isIQ(stanza), stanza.attribute("id") == iqID else {
-            return fail(.unexpectedStanza, message: "expected the bind result, got <\(stanza.name)>")
-        }
+    /// The answer to our bind request (RFC 6120 §7.6).
+    private mutating func bindResult(_ stanza: XMLElement) -> [Action] {
         switch stanza.attribute("type") {
         case "result":
             guard let jid = stanza.child("bind", namespace: XMLNamespace.bind)?
@@ -218,29 +230,64 @@ public struct StreamNegotiation: Sendable {
         }
     }
 
-    private mutating func sessionResult(_ stanza: XMLElement, iqID: String, jid: String) -> [Action] {
-        guard StreamNegotiation.isIQ(stanza), stanza.attribute("id") == iqID else {
-            return fail(.unexpectedStanza, message: "expected the session result, got <\(stanza.name)>")
-        }
+    /// The answer to our session request (RFC 3921 §3). An error is reported and otherwise ignored: the
+    /// session is a no-op (RFC 6121 Appendix E), and the stream already carries traffic.
+    private mutating func sessionResult(_ stanza: XMLElement, jid: String) -> [Action] {
+        state = .ready(jid: jid)
         if stanza.attribute("type") == "result" {
-            state = .ready(jid: jid)
             return [.ready(jid: jid)]
         }
-        return fail(.sessionFailed, condition: StreamNegotiation.stanzaErrorCondition(stanza), message: "the server refused the session")
+        let condition = StreamNegotiation.stanzaErrorCondition(stanza) ?? "undefined-condition"
+        let refusal = XMPPError(
+            .sessionFailed, condition: condition,
+            message: "the server refused the session request; continuing, since a session is a no-op (RFC 6121 Appendix E)")
+        return [.notice(refusal), .ready(jid: jid)]
     }
 
-    private mutating func readyStanza(_ stanza: XMLElement) -> [Action] {
+    /// A stanza once the bind request is out: traffic, whatever negotiation step is pending.
+    private mutating func trafficStanza(_ stanza: XMLElement) -> [Action] {
         guard StreamNegotiation.isIQ(stanza) else { return [.deliver(stanza)] }
-        let type = stanza.attribute("type")
-        guard type == "get" || type == "set" else {
-            // Results and errors: our own ping replies, or replies for the layer above.
-            return [.deliver(stanza)]
+        if let answer = answerRequest(stanza) { return answer }
+        // Results and errors: our own ping replies, or replies for the layer above.
+        return [.deliver(stanza)]
+    }
+
+    /// A stanza before the bind request: nothing can be routed to us yet (RFC 6120 §7.1), so messages and
+    /// presence are ignored (not ACKed: the server redelivers them once bound), IQ requests answered, IQ
+    /// replies ignored (we have none outstanding). A nonza that does not fit the step fails the stream.
+    private mutating func stanzaBeforeBind(_ stanza: XMLElement, expected: String) -> [Action] {
+        let isStanza = stanza.namespace == XMLNamespace.client || stanza.namespace == nil
+        switch stanza.name {
+        case "iq" where isStanza:
+            if let answer = answerRequest(stanza) { return answer }
+            // The peer's type attribute is named only when it is one of the reply types (no peer text in logs).
+            let type = stanza.attribute("type").flatMap { $0 == "result" || $0 == "error" ? $0 : nil } ?? "reply"
+            return ignoreBeforeBind("an IQ \(type) that answers nothing of ours")
+        case "message" where isStanza, "presence" where isStanza:
+            return ignoreBeforeBind("<\(stanza.name)> before resource binding")
+        default:
+            let namespace = stanza.namespace.map { " in namespace '\($0)'" } ?? ""
+            return fail(.unexpectedStanza, message: "expected \(expected), got <\(stanza.name)>\(namespace)")
         }
+    }
+
+    private mutating func ignoreBeforeBind(_ what: String) -> [Action] {
+        ignoredBeforeBind += 1
+        guard ignoredBeforeBind == 1 else { return [] }
+        return [.notice(XMPPError(
+            .unexpectedStanza,
+            message: "ignored \(what) (RFC 6120 §7.1); later ones on this connection are ignored without notice"))]
+    }
+
+    /// The reply to an `iq get`/`set` (RFC 6120 §8.2.3): a result for a XEP-0199 ping, else
+    /// `service-unavailable` (§8.4); nil for any other IQ.
+    private func answerRequest(_ stanza: XMLElement) -> [Action]? {
+        let type = stanza.attribute("type")
+        guard type == "get" || type == "set" else { return nil }
         let id = stanza.attribute("id") ?? ""
         if type == "get", stanza.child("ping", namespace: XMLNamespace.ping) != nil {
             return [.send(reply(to: stanza, type: "result", id: id))]
         }
-        // RFC 6120 §8.4: an IQ we do not understand gets service-unavailable.
         var error = reply(to: stanza, type: "error", id: id)
         error.children = [XMLElement(
             name: "error", namespace: XMLNamespace.client,
@@ -279,6 +326,13 @@ public struct StreamNegotiation: Sendable {
         var attributes: [XMLAttribute] = [.init(name: "type", value: type), .init(name: "id", value: id)]
         if let from = stanza.attribute("from") { attributes.append(.init(name: "to", value: from)) }
         return XMLElement(name: "iq", namespace: XMLNamespace.client, attributes: attributes)
+    }
+
+    /// True for the answer to our request `iqID`: an IQ with that id that is not itself a request.
+    static func isResponse(_ stanza: XMLElement, to iqID: String) -> Bool {
+        guard isIQ(stanza), stanza.attribute("id") == iqID else { return false }
+        let type = stanza.attribute("type")
+        return type != "get" && type != "set"
     }
 
     /// True for an `<iq>` in `jabber:client`, or in no namespace: a server whose stream header omits the

@@ -12,7 +12,8 @@ public struct XMPPClientConfiguration: Sendable {
     public var tls: TLSClientConfiguration
     /// Inbound stanza bounds (default 1 MiB, depth 32).
     public var limits: XMLStreamLimits
-    /// Seconds from TLS ready to bound resource, else `.negotiationTimedOut`. Default 20.
+    /// Seconds from TLS ready to login finished (bind and, if offered, session answered), else
+    /// `.negotiationTimedOut`. Default 20.
     public var loginTimeout: Double
     /// Seconds of inbound silence before a XEP-0199 ping. Default 30.
     public var keepaliveInterval: Double
@@ -42,10 +43,19 @@ public struct XMPPClientConfiguration: Sendable {
 public protocol XMPPClientDelegate: AnyObject {
     /// Login finished; `jid` is the bound full JID.
     func xmppClientDidBecomeReady(_ client: XMPPClient, jid: String)
-    /// A stanza arrived once ready (pings and unknown IQs are already answered).
+    /// A stanza arrived (pings and unknown IQs are already answered). Stanzas are traffic from the bind
+    /// request on, so this may come before `xmppClientDidBecomeReady` while the session request is pending
+    /// (RFC 6120 §7, RFC 6121 Appendix E); replies to it (an upstream ACK) may be sent at once.
     func xmppClient(_ client: XMPPClient, didReceive stanza: XMLElement)
+    /// Something that did not end the stream but is worth a log line (a refused session, stanzas ignored
+    /// before resource binding); `error` carries no stanza content. Default: nothing.
+    func xmppClient(_ client: XMPPClient, noticed error: XMPPError)
     /// The connection ended; called exactly once. `error.kind == .closedLocally` after `close()`.
     func xmppClient(_ client: XMPPClient, didEndWith error: XMPPError)
+}
+
+extension XMPPClientDelegate {
+    public func xmppClient(_ client: XMPPClient, noticed error: XMPPError) {}
 }
 
 /// The driver of one XMPP client stream: it owns the TLS connection, the streaming parser, the
@@ -188,7 +198,8 @@ public final class XMPPClient: TLSConnectionDelegate {
             case .sendStreamHeader(let to):
                 send(raw: XMLWriter.streamHeader(to: to))
             case .restartStream(let to):
-                // RFC 6120 §6.4.6: a fresh parser for the new stream, from the next byte on.
+                // RFC 6120 §6.4.6: a fresh parser for the new stream, from the next byte on; whitespace left
+                // from the old stream and a byte-order mark before the new header are skipped (StreamPrologue).
                 parser.reset()
                 send(raw: XMLWriter.streamHeader(to: to))
             case .send(let element):
@@ -202,6 +213,8 @@ public final class XMPPClient: TLSConnectionDelegate {
                 delegate?.xmppClientDidBecomeReady(self, jid: jid)
             case .deliver(let stanza):
                 delegate?.xmppClient(self, didReceive: stanza)
+            case .notice(let error):
+                delegate?.xmppClient(self, noticed: error)
             case .fail(let error):
                 if closingLocally, error.kind == .streamClosedByPeer {
                     end(XMPPError(.closedLocally, message: ""))

@@ -13,9 +13,11 @@ public struct XMPPError: Error, Sendable, Equatable, CustomStringConvertible {
         case streamClosedByPeer
         /// Resource binding failed (RFC 6120 §7).
         case bindFailed
-        /// The session IQ failed (RFC 3921 §3, offered by some servers).
+        /// The server answered the session IQ (RFC 3921 §3) with an error. Only ever a notice: the session
+        /// is a no-op (RFC 6121 Appendix E), so the stream carries on.
         case sessionFailed
-        /// The peer sent something that does not fit the negotiation step (RFC 6120 §4.3).
+        /// The peer sent something that does not fit the negotiation step (RFC 6120 §4.3); as a notice, a
+        /// stanza ignored before resource binding (RFC 6120 §7.1).
         case unexpectedStanza
         /// The inbound XML broke a rule; `condition` is the stream error condition we closed with.
         case invalidXML

@@ -30,6 +30,11 @@ let usage = """
                                 stanza-error (echoing the ACK and its id), bad-ack (nack BAD_ACK for the
                                 upstream message_id) or both
       --upstream-id-prefix P    message_id prefix of the upstream command's messages (default u-)
+      --early-upstream N        N upstream messages pending from the start: after each bind result, before the
+                                session result, send those not yet ACKed, a receipt, an ack nobody asked for,
+                                a presence, an iq get (version), a ping and a stray iq result
+      --stream-prologue LIST    comma-separated: newline (after <success/>), bom (UTF-8 byte-order mark before
+                                each stream header), declaration (XML declaration before each stream header)
     control commands (one per line, JSON answer per line): drain [conn], upstream N [conn], receipt ID [conn],
       ping [conn], stream-error CONDITION [conn], disconnect [conn], stats, connections
     """
@@ -64,6 +69,7 @@ struct Options {
     var afterLoginFaultDelay = 100
     var ackRejection: AckRejection?
     var upstreamIDPrefix = "u-"
+    var negotiationFaults = NegotiationFaults()
 }
 
 func parseOptions(_ arguments: [String]) -> Options {
@@ -143,6 +149,13 @@ func parseOptions(_ arguments: [String]) -> Options {
             let text = value(flag, inline: inline)
             guard !text.isEmpty else { fail("--upstream-id-prefix: must not be empty") }
             options.upstreamIDPrefix = text
+        case "--early-upstream": options.negotiationFaults.earlyUpstream = integer(flag, value(flag, inline: inline), 0...10_000)
+        case "--stream-prologue":
+            let text = value(flag, inline: inline)
+            guard let parts = NegotiationFaults.parsePrologue(text) else {
+                fail("--stream-prologue: expected a comma-separated list of newline, bom, declaration; got \(text)")
+            }
+            options.negotiationFaults.streamPrologue = parts
         default:
             fail("unknown flag \(arguments[index])\n\(usage)")
         }
@@ -201,6 +214,7 @@ configuration.afterLoginFault = options.afterLoginFault
 configuration.afterLoginFaultDelayMilliseconds = options.afterLoginFaultDelay
 configuration.ackRejection = options.ackRejection
 configuration.upstreamMessageIDPrefix = options.upstreamIDPrefix
+configuration.negotiationFaults = options.negotiationFaults
 
 let emulator = CCSEmulator(configuration: configuration, log: { log($0) })
 let ports: [Int]

@@ -111,14 +111,22 @@ import XMLStream
         #expect(machine.stanzaReceived(Self.bindResult(id: bind.attribute("id")!, jid: "a@b/c")) == [.ready(jid: "a@b/c")])
     }
 
-    @Test func sessionErrorFails() throws {
+    /// A refused session is reported, not fatal: the session is a no-op (RFC 6121 Appendix E), and failing
+    /// would keep ccsd from ever logging in to that server (issue 7 item 2).
+    @Test func sessionErrorIsANoticeThenReady() throws {
         var machine = StreamNegotiation(credentials: credentials)
         let bind = try #require(toBinding(&machine, features: [Self.bindFeature, Self.sessionFeature(optional: false)]))
         let actions = machine.stanzaReceived(Self.bindResult(id: bind.attribute("id")!, jid: "a@b/c"))
         guard case .send(let session)? = actions.first else { Issue.record("no session IQ"); return }
-        let failed = machine.stanzaReceived(Self.iq("error", id: session.attribute("id")!))
-        guard case .fail(let error)? = failed.first else { Issue.record("expected fail, got \(failed)"); return }
+        let refusal = Self.iq("error", id: session.attribute("id")!, children: [
+            XMLElement(name: "error", namespace: XMLNamespace.client, attributes: [.init(name: "type", value: "cancel")],
+                       children: [XMLElement(name: "forbidden", namespace: XMLNamespace.stanzas)])])
+        let outcome = machine.stanzaReceived(refusal)
+        guard outcome.count == 2, case .notice(let error) = outcome[0] else { Issue.record("expected a notice, got \(outcome)"); return }
         #expect(error.kind == .sessionFailed)
+        #expect(error.condition == "forbidden")
+        #expect(outcome[1] == .ready(jid: "a@b/c"))
+        #expect(machine.isReady)
     }
 
     // MARK: Failure paths
@@ -197,13 +205,14 @@ import XMLStream
         #expect(error.kind == .bindFailed)
     }
 
-    @Test func stanzaBeforeFeaturesIsUnexpected() {
+    @Test func nonzaBeforeFeaturesIsUnexpected() {
         var machine = StreamNegotiation(credentials: credentials)
         _ = machine.start()
         _ = machine.streamStarted(Self.header())
-        guard case .fail(let error)? = machine.stanzaReceived(XMLElement(name: "message", namespace: XMLNamespace.client)).first
+        guard case .fail(let error)? = machine.stanzaReceived(XMLElement(name: "success", namespace: XMLNamespace.sasl)).first
         else { Issue.record("expected fail"); return }
         #expect(error.kind == .unexpectedStanza)
+        #expect(error.message.contains("expected stream features, got <success>"))
     }
 
     @Test func stanzaBeforeHeaderIsUnexpected() {

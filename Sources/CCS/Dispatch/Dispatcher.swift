@@ -126,6 +126,7 @@ public struct Dispatcher: Sendable {
     public mutating func connectionReady(_ id: Int, now: Double) -> [DispatcherAction] {
         guard var session = sessions[id] else { return [] }
         if shuttingDown { return [.close(connection: id)] }  // logged in just as the pool closes
+        guard session.phase == .connecting else { return [] }  // drained while logging in: it takes nothing
         session.becameReady(now: now)
         sessions[id] = session
         // The slot's failures are cleared only once this connection proves healthy (`connectionEnded`).
@@ -134,7 +135,9 @@ public struct Dispatcher: Sendable {
         return actions
     }
 
-    /// A CCS message arrived on connection `id`.
+    /// A CCS message arrived on connection `id`, possibly before `connectionReady` (a server delivers as
+    /// soon as the resource is bound): upstream messages and receipts are handed over and ACKed there all
+    /// the same, CONNECTION_DRAINING drains it, and acks/nacks match nothing, since nothing was sent on it.
     public mutating func received(_ message: InboundMessage, on id: Int, now: Double) -> [DispatcherAction] {
         var actions: [DispatcherAction] = []
         switch message {

@@ -31,7 +31,7 @@ public struct CCSSession: Sendable {
         self.window = FlowWindow(capacity: windowCapacity)
     }
 
-    /// True once the session has logged in (it may be draining since).
+    /// True once the session has logged in (it may be draining since), or drained while logging in.
     public var hasBeenReady: Bool { phase != .connecting }
 
     public var canSend: Bool { phase == .ready && window.canSend }
@@ -64,9 +64,11 @@ public struct CCSSession: Sendable {
         return true
     }
 
-    /// Enters draining; returns false when the session was not ready (already draining, or connecting).
+    /// Enters draining; returns false when it already was. A connecting session may drain too: the server
+    /// can send CONNECTION_DRAINING as soon as the resource is bound, before login finished; it then
+    /// never takes a message.
     public mutating func startDraining() -> Bool {
-        guard phase == .ready else { return false }
+        guard phase == .ready || phase == .connecting else { return false }
         phase = .draining
         return true
     }

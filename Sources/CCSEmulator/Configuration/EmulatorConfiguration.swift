@@ -70,6 +70,8 @@ public struct EmulatorConfiguration: Sendable {
     public var loginTimeoutSeconds: Double
     /// Outbound bytes buffered per connection before the emulator drops a client that does not read. Default 4 MiB.
     public var maxBufferedWriteBytes: Int
+    /// Login fault modes (early traffic before the session result, noise around stream headers). Default off.
+    public var negotiationFaults = NegotiationFaults()
 
     // Fault modes (Sources/CCSEmulator/Faults), set after init; all off by default.
     /// End every stream right after login in this form (`AfterLoginFault`); nil = off.

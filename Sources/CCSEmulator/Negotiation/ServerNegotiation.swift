@@ -69,6 +69,10 @@ public struct ServerNegotiation: Sendable {
     /// The resource assigned when the client asks for none.
     private let defaultResource: String
     private var streamsStarted = 0
+    /// Written before each stream header: a fault mode (`NegotiationFaults`: BOM, XML declaration). Default none.
+    public var streamHeaderPrefix = ""
+    /// Written right after `<success/>`: a fault mode (`NegotiationFaults`: a newline). Default none.
+    public var afterSuccess = ""
 
     /// - Parameters:
     ///   - connectionTag: makes stream ids and the assigned resource unique per connection (e.g. the connection id).
@@ -94,7 +98,7 @@ public struct ServerNegotiation: Sendable {
             return close("not-well-formed", "unexpected stream header")
         }
         streamsStarted += 1
-        let reply = XMLWriter.streamHeader(to: nil, from: jidDomain, id: "\(streamIDPrefix)-\(streamsStarted)")
+        let reply = streamHeaderPrefix + XMLWriter.streamHeader(to: nil, from: jidDomain, id: "\(streamIDPrefix)-\(streamsStarted)")
         if authenticated {
             state = .awaitingBind
             return [.send(reply + ServerStanzas.postAuthFeatures)]
@@ -169,7 +173,7 @@ public struct ServerNegotiation: Sendable {
             return saslFailure("not-authorized", reason: "wrong server key for \(expected)")
         }
         state = .awaitingStreamHeader(authenticated: true)
-        return [.send(ServerStanzas.saslSuccess), .resetParser, .authenticated(bareJID: expected)]
+        return [.send(ServerStanzas.saslSuccess + afterSuccess), .resetParser, .authenticated(bareJID: expected)]
     }
 
     private mutating func saslFailure(_ condition: String, reason: String) -> [Action] {

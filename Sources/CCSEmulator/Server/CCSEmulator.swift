@@ -364,6 +364,7 @@ public final class CCSEmulator: @unchecked Sendable {
                 counters.upstreamRedelivered += 1
             }
         }
+        writeEarlyTraffic(on: connection, acked: acksLog)  // a fault mode, off by default (NegotiationFaults)
     }
 
     func xmlError(on connection: EmulatorConnection, _ error: XMLStreamError) {
@@ -505,7 +506,7 @@ public final class CCSEmulator: @unchecked Sendable {
         }
     }
 
-    private func sendReceipt(originalMessageID: String, target: String, on connection: EmulatorConnection) {
+    func sendReceipt(originalMessageID: String, target: String, on connection: EmulatorConnection) {
         var data = OrderedJSON()
         data.add("message_status", "MESSAGE_SENT_TO_DEVICE")
         data.add("original_message_id", originalMessageID)
@@ -525,7 +526,7 @@ public final class CCSEmulator: @unchecked Sendable {
 
     // MARK: Upstream (ccs-protocol.md §3)
 
-    private func deliverUpstream(messageID: String, json: String, on connection: EmulatorConnection) {
+    func deliverUpstream(messageID: String, json: String, on connection: EmulatorConnection) {
         connection.pendingUpstream[messageID] = (sequence: nextPendingSequence(), json: json)
         connection.write(ServerStanzas.message(json: json))
     }

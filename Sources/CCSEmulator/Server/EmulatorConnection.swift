@@ -53,6 +53,8 @@ final class EmulatorConnection: TLSConnectionDelegate {
         self.parser = XMLStreamParser(limits: configuration.limits)
         self.negotiation = ServerNegotiation(senderID: configuration.senderID, serverKey: configuration.serverKey,
                                              jidDomain: configuration.jidDomain, connectionTag: String(id))
+        negotiation.streamHeaderPrefix = configuration.negotiationFaults.headerPrefix
+        negotiation.afterSuccess = configuration.negotiationFaults.afterSuccess
     }
 
     /// Whether downstream replies and upstream traffic may still be written.

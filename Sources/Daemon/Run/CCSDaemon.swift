@@ -329,6 +329,11 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         }
     }
 
+    public func xmppClient(_ client: XMPPClient, noticed error: XMPPError) {
+        // A refused session or stanzas ignored before binding: the stream carries on (XMPPClientDelegate).
+        logger.warning("server misbehaved; carrying on", ["connection": "\(client.tag)", "error": error.description])
+    }
+
     public func xmppClient(_ client: XMPPClient, didEndWith error: XMPPError) {
         // Deferred one turn: the end may be reported from inside a send we are still performing.
         let id = client.tag
