@@ -6,6 +6,8 @@
 /// 80 characters so that long payloads and registration tokens are never echoed in full.
 ///
 /// `description` reads `time_to_live: must be an integer number of seconds from 0 to 2419200 (got "600")`.
+/// A number is quoted as written in the intake line (`2419201.0`, `1e400`), not as Foundation read it
+/// (see `DownstreamIntake.parse(line:now:)` for how, and its limits).
 /// Source: ccs-protocol.md §3 and the FCM XMPP/HTTP references; decisions in docs/v1-mapping.md.
 public struct ValidationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// One code per rule, so that callers and tests can tell rules apart without parsing text.
@@ -50,6 +52,8 @@ public struct ValidationError: Error, Sendable, Equatable, CustomStringConvertib
         case conflict
         /// A v1 value in the wrong format (ttl duration, header value, apns-priority, …).
         case v1Format
+        /// A number outside its field's range (a badge); time_to_live has its own code.
+        case numberRange
     }
 
     /// Which rule was broken.
