@@ -61,6 +61,9 @@ public enum DownstreamIntake {
         if String(validating: line, as: UTF8.self) == nil {
             return ValidationError(code: .notJSONObject, field: "", rule: "the line is not valid UTF-8 text, so not a JSON object")
         }
+        if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
+            return ValidationError(code: .notJSONObject, field: "", rule: "the line is empty, not a JSON object")
+        }
         var reason = error.message
         if reason.hasSuffix("Unexpected end of file during JSON parse.") {
             reason = "not valid JSON: it ends before the JSON text is complete (after \(line.count) bytes; truncated?)"

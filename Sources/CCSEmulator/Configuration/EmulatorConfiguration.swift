@@ -70,6 +70,9 @@ public struct EmulatorConfiguration: Sendable {
     public var loginTimeoutSeconds: Double
     /// Outbound bytes buffered per connection before the emulator drops a client that does not read. Default 4 MiB.
     public var maxBufferedWriteBytes: Int
+    /// Fault mode: on the first ready connection, send upstream messages and a receipt a client cannot fully
+    /// decode (lone surrogate escapes, a number no Double holds, broken JSON); see `poisonUpstreamPayloads`.
+    public var poisonUpstream = false
 
     public init(
         listen: [ListenAddress] = [ListenAddress(port: 5235), ListenAddress(port: 5236)],

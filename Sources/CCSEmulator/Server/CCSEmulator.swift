@@ -60,7 +60,9 @@ public final class CCSEmulator: @unchecked Sendable {
     private var servers: [TLSServer] = []
     private var connections: [Int: EmulatorConnection] = [:]
     private var nextConnectionID = 1
-    private var counters = EmulatorStats()
+    var counters = EmulatorStats()
+    /// Fault mode poison upstream (Faults/PoisonUpstream.swift): sent already.
+    var poisonUpstreamSent = false
     private var policy: DownstreamPolicy
     /// Per downstream message_id: attempts decided (drain nacks excluded), the target, and whether acked.
     private var seen: [String: Seen] = [:]
@@ -354,6 +356,7 @@ public final class CCSEmulator: @unchecked Sendable {
         connection.loginTimer?.cancel()
         connection.becomeReady()
         log("bound \(connection.jid ?? "")", connection: connection.id)
+        startPoisonUpstream(on: connection)
         if !orphanUpstream.isEmpty {
             let orphans = orphanUpstream
             orphanUpstream = []
@@ -395,6 +398,7 @@ public final class CCSEmulator: @unchecked Sendable {
         if stanza.name == "iq" {
             if stanza.attribute("type") == "result", stanza.attribute("id")?.hasPrefix("emu-ping-") == true {
                 counters.pongsReceived += 1
+                sendPoisonUpstreamIfDue(on: connection)
             } else {
                 counters.unknownStanzas += 1
             }
@@ -521,7 +525,7 @@ public final class CCSEmulator: @unchecked Sendable {
 
     // MARK: Upstream (ccs-protocol.md §3)
 
-    private func deliverUpstream(messageID: String, json: String, on connection: EmulatorConnection) {
+    func deliverUpstream(messageID: String, json: String, on connection: EmulatorConnection) {
         connection.pendingUpstream[messageID] = (sequence: nextPendingSequence(), json: json)
         connection.write(ServerStanzas.message(json: json))
     }
