@@ -46,3 +46,30 @@ import Testing
         #expect(run.events("upstream").count == ids.count - 1)
     }
 }
+
+/// Intake of lines Foundation refuses or bends (issue 7 items 4 and 7), through the real reader.
+@Suite(.serialized) struct IntakeRefusedTextTests {
+    @Test func linesAreAcceptedWithReplacementCharactersOrRejectedNamingTheField() async throws {
+        let run = try DaemonRun()
+        defer { run.stop(); run.cleanUp() }
+        run.send([
+            #"{"to":"tok-1","message_id":"lone-1","data":{"text":"a\ud83d b"}}"#,
+            #"{"to":"tok-1","message_id":"big-ttl","time_to_live":1e400,"data":{"a":"b"}}"#,
+            #"{"to":"tok-1","message_id":"wrapped-ttl","time_to_live":9223372036854775808,"data":{"a":"b"}}"#,
+            #"{"to":"topics/news","message_id":"no-prefix","data":{"a":"b"}}"#,
+            #"{"to":"tok-1","message_id":"cut","data":{"a":"b""#,
+        ])
+        run.endInput()
+        await waitUntil("ccsd done", timeout: 30) { run.exited != nil }
+        #expect(run.events("acked").compactMap { $0["message_id"]?.stringValue } == ["lone-1"])
+        let rejected = Dictionary(uniqueKeysWithValues: run.events("rejected").compactMap { event in
+            event["message_id"]?.stringValue.map { ($0, event) }
+        })
+        #expect(rejected["big-ttl"]?["field"] == .string("time_to_live"))
+        #expect(rejected["big-ttl"]?["error"]?.stringValue?.hasSuffix("(got 1e400)") == true)
+        #expect(rejected["wrapped-ttl"]?["error"]?.stringValue?.hasSuffix("(got 9223372036854775808)") == true)
+        #expect(rejected["no-prefix"]?["field"] == .string("to"))
+        #expect(rejected["cut"]?["field"] == .string(""))
+        #expect(rejected["cut"]?["error"]?.stringValue?.contains("not valid JSON") == true)
+    }
+}
