@@ -77,18 +77,20 @@ public enum JSONValue: Sendable, Equatable {
             let type = number.objCType.pointee
             if type == 0x63 || type == 0x42 {  // "c", "B"
                 self = .bool(number.boolValue)
-            } else if let decimal = number as? NSDecimalNumber {
-                // More digits than a Double holds (Foundation, "d"): keep the exact decimal text.
-                let text = decimal.description
-                if let integer = Int64(text) {
-                    self = .int(integer)
-                } else if JSONValue.isNumberText(text) {
-                    self = .number(text)
-                } else {
-                    self = .double(decimal.doubleValue)
-                }
             } else if type == 0x64 || type == 0x66 {  // "d", "f"
-                self = .double(number.doubleValue)
+                if let decimal = number as? NSDecimalNumber {
+                    // More digits than a Double holds (Foundation reports "d"): keep the exact decimal text.
+                    let text = decimal.description
+                    if let integer = Int64(text) {
+                        self = .int(integer)
+                    } else if JSONValue.isNumberText(text) {
+                        self = .number(text)
+                    } else {
+                        self = .double(decimal.doubleValue)
+                    }
+                } else {
+                    self = .double(number.doubleValue)
+                }
             } else if type == 0x51 || type == 0x4C || type == 0x49 || type == 0x53 || type == 0x43 {
                 // Unsigned ("Q", "L", "I", "S", "C"): above Int64.max it would wrap to a negative Int64.
                 let value = number.uint64Value
