@@ -145,6 +145,11 @@ struct IntakeRangeAndTargetTests {
         let bad = try #require(rejection(#"{"to": x}"#))
         #expect(bad.rule.contains("not valid JSON"))
         #expect(bad.rule.contains("character 7"))
+        #expect(bad.field == "to")
+        // A raw tab inside a string is not JSON; the error names the field that holds it.
+        let tab = try #require(rejection("{\"to\":\"\(Self.token)\",\"data\":{\"text\":\"a\tb\"}}"))
+        #expect(tab.field == "data.text")
+        #expect(tab.rule.contains("control character"))
         let empty = try #require(rejection(""))
         #expect(empty.rule == "the line is empty, not a JSON object")
         let notUTF8 = try #require(DownstreamIntake.parse(line: Data([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D]), now: Self.now).failure)

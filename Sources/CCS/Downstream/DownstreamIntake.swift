@@ -68,7 +68,24 @@ public enum DownstreamIntake {
         if reason.hasSuffix("Unexpected end of file during JSON parse.") {
             reason = "not valid JSON: it ends before the JSON text is complete (after \(line.count) bytes; truncated?)"
         }
-        return ValidationError(code: .notJSONObject, field: "", rule: "the line is \(reason)")
+        return ValidationError(code: .notJSONObject, field: field(at: reason, in: [UInt8](line)), rule: "the line is \(reason)")
+    }
+
+    /// The field whose value holds the byte Foundation's reason points at ("… around character 7."), found
+    /// by the token scan; "" when there is no position or it is not inside a value (a key, punctuation).
+    static func field(at reason: String, in bytes: [UInt8]) -> String {
+        guard let marker = reason.range(of: "around character ") else { return "" }
+        guard let position = Int(reason[marker.upperBound...].prefix(while: \.isNumber)) else { return "" }
+        var field = ""
+        JSONTokenScan.scan(bytes) { token in
+            guard token.range.lowerBound <= position else { return false }
+            if token.range.contains(position) {
+                field = token.dottedPath ?? ""
+                return false
+            }
+            return true
+        }
+        return field
     }
 
     /// `error` with its value replaced by the number token as written in `line`, when the field is a number.
