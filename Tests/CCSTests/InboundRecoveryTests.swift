@@ -66,8 +66,14 @@ import XMLStream
         let a = thrown("garbage one"), b = thrown("garbage two")
         #expect(a?.messageID == nil)
         #expect(a != nil && b != nil && a?.payloadDigest != b?.payloadDigest)
-        // Acks are never ACKed: not recovered.
-        #expect(thrown(#"{"message_type":"ack","message_id":"m-1","x":}"#)?.messageID == "m-1")
+        #expect(thrown(#"{"message_type":"shiny","message_id":"m-1","x":}"#)?.messageID == "m-1")
+    }
+
+    @Test func unparseableAcksNacksAndControlStillResolve() throws {
+        #expect(try parse(#"{"message_type":"ack","message_id":"m-1","from":"tok","x":}"#) == .ack(.init(messageID: "m-1", from: "tok")))
+        #expect(try parse(#"{"message_type":"nack","message_id":"m-2","error":"BAD_REGISTRATION","x":}"#)
+                == .nack(.init(messageID: "m-2", error: "BAD_REGISTRATION")))
+        #expect(try parse(#"{"message_type":"control","control_type":"CONNECTION_DRAINING","x":}"#) == .control(controlType: "CONNECTION_DRAINING"))
     }
 
     @Test func unreadableMessagesAreLoggedOncePerIDWithBoundedMemory() {

@@ -140,8 +140,8 @@ public enum InboundMessage: Sendable, Equatable {
 
 /// Why an inbound stanza could not be read as a CCS message. Never fatal to the connection.
 ///
-/// Thrown only for what cannot be ACKed: no message_id (or, for an upstream message, no `from`) could be
-/// recovered, or a type that is never ACKed (ack, nack, control) could not be read.
+/// Thrown only for what nothing could be recovered from: no message_id (or, for an upstream message, no
+/// `from`; for a control message, no control_type), or an unknown message_type in a text that is not JSON.
 public struct InboundParseError: Error, Sendable, Equatable, CustomStringConvertible {
     public var field: String
     public var rule: String
@@ -260,8 +260,10 @@ extension InboundMessage {
     /// Best effort for a `gcm` text Foundation refuses: the top-level `message_id`, `from` and `message_type`
     /// string members, each decoded alone by Foundation (`JSONTokenScan`). An upstream message (no
     /// message_type) needs message_id and from; a receipt needs message_id (its ACK goes to its `from`,
-    /// default `gcm.googleapis.com`). Limits: members are found lexically, so a text broken before them may
-    /// hide them; anything else (acks, nacks, control) is not recovered, as it is never ACKed.
+    /// default `gcm.googleapis.com`); an ack or nack needs message_id (a nack's `error` defaults to
+    /// `UNKNOWN`, which is retried); a control message needs control_type. Limits: members are found
+    /// lexically, so a text broken before them may hide them (a message_type cut off makes an ack look like
+    /// an upstream message); unknown message types are not recovered.
     private static func recover(_ text: String, _ error: InboundParseError) throws(InboundParseError) -> InboundMessage {
         let bytes = Array(text.utf8)
         let messageID = JSONTokenScan.topLevelString("message_id", in: bytes).flatMap { $0.isEmpty ? nil : $0 }
@@ -290,6 +292,21 @@ extension InboundMessage {
                 originalMessageID: member(["data", "original_message_id"]), status: member(["data", "message_status"]),
                 deviceRegistrationID: member(["data", "device_registration_id"]),
                 category: JSONTokenScan.topLevelString("category", in: bytes), decodeError: decodeError, raw: text))
+        case "ack"?, "nack"?:
+            // Not ACKed, but they resolve a downstream message: without them it would wait for its ack
+            // timeout and be resent, to come back unreadable again.
+            guard let messageID else {
+                throw InboundParseError(field: error.field, rule: error.rule + "; no message_id recovered", messageID: nil)
+            }
+            if messageType == "ack" { return .ack(Ack(messageID: messageID, from: from)) }
+            return .nack(Nack(
+                messageID: messageID, from: from, error: JSONTokenScan.topLevelString("error", in: bytes) ?? "UNKNOWN",
+                errorDescription: JSONTokenScan.topLevelString("error_description", in: bytes)))
+        case "control"?:
+            guard let controlType = JSONTokenScan.topLevelString("control_type", in: bytes) else {
+                throw InboundParseError(field: error.field, rule: error.rule + "; no control_type recovered", messageID: nil)
+            }
+            return .control(controlType: controlType)
         default:
             throw InboundParseError(field: error.field, rule: error.rule, messageID: messageID)
         }
