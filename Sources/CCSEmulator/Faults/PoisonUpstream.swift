@@ -23,6 +23,14 @@ extension CCSEmulator {
         ("poison-broken", #"{"category":"com.example.app","data":{"text":unquoted},"message_id":"poison-broken","from":"device-poison-4"}"#),
     ]
 
+    /// Poison nothing can be recovered from, so a client cannot ACK it and the emulator redelivers it after
+    /// every reconnect: `poison-nofrom` (an upstream message without `from`, in JSON that does not parse) and
+    /// `poison-garbage` (not JSON at all; the id is the emulator's own key, the client never sees it).
+    public static let poisonUpstreamUnrecoverable: [(messageID: String, json: String)] = [
+        ("poison-nofrom", #"{"category":"com.example.app","data":{"text":unquoted},"message_id":"poison-nofrom"}"#),
+        ("poison-garbage", #"this is not JSON \ud83d"#),
+    ]
+
     /// A connection is bound: ping it, so the poison follows its pong. Call on the loop.
     func startPoisonUpstream(on connection: EmulatorConnection) {
         guard configuration.poisonUpstream, !poisonUpstreamSent else { return }
@@ -33,10 +41,10 @@ extension CCSEmulator {
     func sendPoisonUpstreamIfDue(on connection: EmulatorConnection) {
         guard configuration.poisonUpstream, !poisonUpstreamSent else { return }
         poisonUpstreamSent = true
-        for payload in Self.poisonUpstreamPayloads {
+        for payload in Self.poisonUpstreamPayloads + Self.poisonUpstreamUnrecoverable {
             deliverUpstream(messageID: payload.messageID, json: payload.json, on: connection)
             counters.upstreamSent += 1
         }
-        log("sent \(Self.poisonUpstreamPayloads.count) poison upstream messages", connection: connection.id)
+        log("sent \(Self.poisonUpstreamPayloads.count + Self.poisonUpstreamUnrecoverable.count) poison upstream messages", connection: connection.id)
     }
 }
