@@ -62,7 +62,8 @@ import Testing
         #expect(run.events("upstream").count == ids.count - 1)
         // Let the last redelivery be read: a pong after it on the same connection means ccsd processed it.
         let pongs = after.pongsReceived
-        _ = try run.emulator.ping(connection: try #require(holder()))
+        let last: Int? = holder()
+        _ = try run.emulator.ping(connection: try #require(last))
         await waitUntil("ccsd read the redelivery", timeout: 20) { run.emulator.stats().pongsReceived > pongs }
         let warnings = run.log.split(separator: "\n").filter { $0.contains("unreadable CCS message ignored") }
         #expect(warnings.count == unrecoverable, "each unrecoverable message is logged once, not at each of its 3 deliveries:\n\(warnings.joined(separator: "\n"))")
