@@ -18,6 +18,7 @@ let usage = """
       --seed N                  seed for --nack-rate (default 1)
       --receipts on|off         delivery receipts when requested (default on)
       --drain-grace-ms N        close a drained stream after N ms (default 1000)
+      --poison-upstream         fault: send upstream messages and a receipt a client cannot fully decode
       --control-port P          line-based control channel on 127.0.0.1:P (0 = ephemeral)
       --ready-file FILE         write {"ports":[...],"control_port":...} once listening
       --stats-file FILE         write the stats JSON on exit
@@ -62,6 +63,7 @@ struct Options {
     var seed: UInt64 = 1
     var receipts = true
     var drainGrace = 1000
+    var poisonUpstream = false
     var controlPort: Int?
     var readyFile: String?
     var statsFile: String?
@@ -127,6 +129,7 @@ func parseOptions(_ arguments: [String]) -> Options {
             case "off": options.receipts = false
             case let other: fail("--receipts: expected on or off, got \(other)")
             }
+        case "--poison-upstream": options.poisonUpstream = true
         case "--drain-grace-ms": options.drainGrace = integer(flag, value(flag, inline: inline), 0...3_600_000)
         case "--control-port": options.controlPort = integer(flag, value(flag, inline: inline), 0...65535)
         case "--ready-file": options.readyFile = value(flag, inline: inline)
@@ -209,6 +212,7 @@ configuration.nackRules = options.nackRules + NackRule.defaults
 configuration.nackRate = options.nackRate
 configuration.seed = options.seed
 configuration.receipts = options.receipts
+configuration.poisonUpstream = options.poisonUpstream
 configuration.drainGraceMilliseconds = options.drainGrace
 configuration.afterLoginFault = options.afterLoginFault
 configuration.afterLoginFaultDelayMilliseconds = options.afterLoginFaultDelay

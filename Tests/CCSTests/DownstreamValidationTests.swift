@@ -25,7 +25,7 @@ struct DownstreamValidationTests {
     }
 
     @Test(arguments: [
-        ("[1,2]", "a JSON array"), ("\"text\"", "a JSON string"), ("{\"to\":", nil), ("", nil), ("null", "a JSON null"),
+        ("[1,2]", "a JSON array"), ("\"text\"", "a JSON string"), ("null", "a JSON null"),
     ] as [(String, String?)])
     func notAJSONObject(line: String, value: String?) throws {
         guard case .failure(let e) = DownstreamIntake.parse(line: line, now: Self.now) else {

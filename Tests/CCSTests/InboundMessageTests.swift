@@ -79,17 +79,26 @@ import XMLStream
     }
 
     @Test func badPayloadsAreTypedErrors() {
-        #expect(throws: InboundParseError(field: "gcm", rule: "the payload is not a JSON object")) {
-            try InboundMessage.parse(stanza: Self.message("not json"))
-        }
-        #expect(throws: InboundParseError(field: "gcm", rule: "the payload is not a JSON object")) {
-            try InboundMessage.parse(stanza: Self.message("[1,2]"))
-        }
-        #expect(throws: InboundParseError(field: "message_id", rule: "a non-empty string is required")) {
-            try InboundMessage.parse(stanza: Self.message(#"{"message_type":"ack"}"#))
-        }
-        #expect(throws: InboundParseError(field: "from", rule: "a non-empty string is required")) {
-            try InboundMessage.parse(stanza: Self.message(#"{"message_id":"u-1","data":{}}"#))
+        #expect(throws: InboundParseError.self) { try InboundMessage.parse(stanza: Self.message("not json")) }
+        #expect(throws: InboundParseError.self) { try InboundMessage.parse(stanza: Self.message("[1,2]")) }
+        #expect(throws: InboundParseError.self) { try InboundMessage.parse(stanza: Self.message(#"{"message_type":"ack"}"#)) }
+        #expect(throws: InboundParseError.self) { try InboundMessage.parse(stanza: Self.message(#"{"message_id":"u-1","data":{}}"#)) }
+        #expect(error(#"not json"#)?.field == "gcm")
+        #expect(error(#"not json"#)?.rule.hasPrefix("the payload is not valid JSON") == true)
+        #expect(error("[1,2]")?.rule.hasPrefix("the payload is a JSON array, not an object") == true)
+        #expect(error(#"{"message_type":"ack"}"#)?.field == "message_id")
+        let noFrom = error(#"{"message_id":"u-1","data":{}}"#)
+        #expect(noFrom?.field == "from")
+        #expect(noFrom?.rule == "a non-empty string is required")
+        #expect(noFrom?.messageID == "u-1", "an unreadable message is logged by its message_id when it has one")
+    }
+
+    private func error(_ json: String) -> InboundParseError? {
+        do {
+            _ = try InboundMessage.parse(stanza: Self.message(json))
+            return nil
+        } catch {
+            return error
         }
     }
 }

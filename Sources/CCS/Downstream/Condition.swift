@@ -92,6 +92,9 @@ enum Condition {
                 }
                 guard index < bytes.count else { throw SyntaxFailure(reason: "missing closing '") }
                 guard index > start else { throw SyntaxFailure(reason: "empty topic name") }
+                guard index - start <= TopicName.maximumLength else {
+                    throw SyntaxFailure(reason: "a topic name is at most \(TopicName.maximumLength) characters")
+                }
                 index += 1
                 try keyword("in")
                 try keyword("topics")

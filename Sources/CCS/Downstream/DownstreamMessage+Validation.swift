@@ -18,6 +18,11 @@ extension DownstreamMessage {
     ]
     static let notificationKeySet = Set(notificationKeys)
 
+    /// An integer `notification.badge` (and v1 `apns.payload.aps.badge`): the count an app icon shows, kept
+    /// by APNs and Android in a signed 32-bit integer; ccsd refuses what would not fit rather than let it wrap.
+    public static let badgeRange: ClosedRange<Int64> = 0...Int64(Int32.max)
+    static let badgeRule = "must be an integer from 0 to 2147483647 (or a string)"
+
     /// Payload limit (data + notification) for token and device-group targets, in bytes.
     public static let maximumPayloadBytes = 4096
     /// Payload limit for topic and condition targets, in bytes.
@@ -90,10 +95,11 @@ extension DownstreamIntake {
         message.contentAvailable = try boolean(object, "content_available")
         message.mutableContent = try boolean(object, "mutable_content")
         if let value = object["time_to_live"] {
-            // An integer JSON number; 600.0 is the same number and is accepted, "600" and 600.5 are not.
+            // An integer JSON number; 600.0 is the same number and is accepted, "600" and 600.5 are not. An
+            // integer beyond Int64 is a `.number` (never wrapped) and is out of range like any other.
             let seconds: Int64?
             switch value {
-            case .int, .double: seconds = value.intValue
+            case .int, .double, .number: seconds = value.intValue
             default: seconds = nil
             }
             guard let seconds, seconds >= 0, seconds <= Int64(DownstreamMessage.maximumTimeToLive) else {
@@ -148,11 +154,8 @@ extension DownstreamIntake {
                 }
                 return .topic(String(name))
             }
-            guard isTokenShaped(text) else {
-                throw ValidationError(
-                    code: .targetSyntax, field: "to",
-                    rule: "must be a registration token or notification key (no spaces or control characters) or /topics/NAME",
-                    value: ValidationError.renderTarget(to))
+            if let problem = RegistrationToken.problem(text) {
+                throw ValidationError(code: .targetSyntax, field: "to", rule: problem, value: ValidationError.renderTarget(to))
             }
             return .token(text)
         case (nil, let condition?):
@@ -166,13 +169,10 @@ extension DownstreamIntake {
         }
     }
 
-    /// A token or notification key: non-empty, no whitespace or control characters, and not starting with
-    /// "/" (a `/topics/` typo such as `/topic/news` would otherwise be sent as a token and come back
-    /// BAD_REGISTRATION, which tells the app to delete the token).
+    /// A token or notification key (see `RegistrationToken`): a `/topics/` typo such as `/topic/news` would
+    /// otherwise be sent as a token and come back BAD_REGISTRATION, which tells the app to delete the token.
     static func isTokenShaped(_ text: String) -> Bool {
-        guard let first = text.utf8.first, first != UInt8(ascii: "/") else { return false }
-        for byte in text.utf8 where byte <= 0x20 || byte == 0x7F { return false }
-        return true
+        RegistrationToken.isValid(text)
     }
 
     static func boolean(_ object: [String: JSONValue], _ key: String) throws(ValidationError) -> Bool? {
@@ -243,7 +243,10 @@ extension DownstreamIntake {
                 value: ValidationError.render(value))
         case "badge":
             switch value {
-            case .string, .int: return nil
+            case .string: return nil
+            case .int(let count) where DownstreamMessage.badgeRange.contains(count): return nil
+            case .int, .number:
+                return ValidationError(code: .numberRange, field: field, rule: DownstreamMessage.badgeRule, value: ValidationError.render(value))
             default: return typeError(field, "must be a string (or an integer)", value)
             }
         case "color":

@@ -179,10 +179,14 @@ struct V1Translator {
                 case "apns-collapse-id":
                     try setOption("collapse_key", header, from: path)
                 case "apns-expiration":
-                    guard let expiration = Int64(text), expiration >= 0 else {
+                    guard Self.isDigits(text) else {
                         throw ValidationError(code: .v1Format, field: path, rule: "must be UNIX epoch seconds as a decimal string", value: ValidationError.render(header))
                     }
                     let nowSeconds = Int64(now.timeIntervalSince1970.rounded(.down))
+                    // More digits than Int64 holds is a time far beyond the 4-week limit, not a format error.
+                    guard let expiration = Int64(text) else {
+                        throw ValidationError(code: .timeToLive, field: path, rule: "must be at most 2419200 seconds (4 weeks) from now (now is \(nowSeconds))", value: ValidationError.render(header))
+                    }
                     let seconds: Int64
                     if expiration == 0 {
                         seconds = 0  // APNs: deliver once, do not store = legacy "now or never".
@@ -240,7 +244,12 @@ struct V1Translator {
         }
         if let value = aps["badge"] {
             // Legacy `badge` is a string (FCM legacy reference); APNs badge is a number.
-            guard case .int(let badge) = value, badge >= 0 else {
+            let badge: Int64
+            switch value {
+            case .int(let count) where DownstreamMessage.badgeRange.contains(count): badge = count
+            case .int, .number:
+                throw ValidationError(code: .numberRange, field: base + ".badge", rule: "must be an integer from 0 to 2147483647", value: ValidationError.render(value))
+            default:
                 throw Self.typeError(base + ".badge", "must be a non-negative integer", value)
             }
             try setNotification("badge", .string(String(badge)), from: base + ".badge", common: false)
@@ -277,8 +286,11 @@ struct V1Translator {
                 guard case .string(let text) = header else { throw Self.typeError(path, "must be a string (HTTP header value)", header) }
                 switch name.lowercased() {
                 case "ttl":
-                    guard !text.isEmpty, text.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let seconds = Int64(text) else {
+                    guard Self.isDigits(text) else {
                         throw ValidationError(code: .v1Format, field: path, rule: "must be a whole number of seconds as a decimal string", value: ValidationError.render(header))
+                    }
+                    guard let seconds = Int64(text), seconds <= Int64(DownstreamMessage.maximumTimeToLive) else {
+                        throw ValidationError(code: .timeToLive, field: path, rule: "must be a whole number of seconds from 0 to 2419200 (4 weeks)", value: ValidationError.render(header))
                     }
                     try setOption("time_to_live", .int(seconds), from: path)
                 case "image":
@@ -391,13 +403,20 @@ struct V1Translator {
         }
         let number = text.dropLast()
         let parts = number.split(separator: ".", maxSplits: 1, omittingEmptySubsequences: false)
-        let isDigits: (Substring) -> Bool = { !$0.isEmpty && $0.utf8.allSatisfy { (0x30...0x39).contains($0) } }
-        guard let whole = parts.first, isDigits(whole), whole.count <= 12,
-              parts.count == 1 || (isDigits(parts[1]) && parts[1].count <= 9),
-              let seconds = Int64(whole) else {
+        guard let whole = parts.first, isDigits(whole), parts.count == 1 || (isDigits(parts[1]) && parts[1].count <= 9) else {
             throw ValidationError(code: .v1Format, field: path, rule: rule, value: ValidationError.render(value))
         }
+        // A well-formed duration past 4 weeks is a range error, whatever its number of digits (never parsed
+        // into a wrapped or truncated integer).
+        guard let seconds = Int64(whole), seconds <= Int64(DownstreamMessage.maximumTimeToLive) else {
+            throw ValidationError(code: .timeToLive, field: path, rule: "must be a duration from 0s to 2419200s (4 weeks)", value: ValidationError.render(value))
+        }
         return seconds
+    }
+
+    /// True when `text` is one or more ASCII digits (no sign, no spaces).
+    static func isDigits(_ text: some StringProtocol) -> Bool {
+        !text.isEmpty && text.utf8.allSatisfy { (0x30...0x39).contains($0) }
     }
 
     /// Refuses keys not in `supported`: `.noLegacyEquivalent` for known v1 fields in `unsupported`, else

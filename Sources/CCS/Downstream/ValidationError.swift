@@ -7,7 +7,8 @@
 ///
 /// `description` reads `time_to_live: must be an integer number of seconds from 0 to 2419200 (got "600")`;
 /// it goes into the `rejected` event, for the app that wrote the line. Logs use `logDescription`, which
-/// carries no value at all (see there).
+/// carries no value at all (see there). A number is quoted as written in the intake line (`2419201.0`,
+/// `1e400`), not as Foundation read it (see `DownstreamIntake.parse(line:now:)` for how, and its limits).
 /// Source: ccs-protocol.md §3 and the FCM XMPP/HTTP references; decisions in docs/v1-mapping.md.
 public struct ValidationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// One code per rule, so that callers and tests can tell rules apart without parsing text.
@@ -79,8 +80,12 @@ public struct ValidationError: Error, Sendable, Equatable, CustomStringConvertib
             case .conflict: "conflicts with another field that sets the same legacy field"
             case .v1Format: "is not in the expected format"
             case .lineTooLong: "the line is too long"
+            case .numberRange: "is a number outside its range"
             }
         }
+
+        /// A number outside its field's range (a badge); time_to_live has its own code.
+        case numberRange
     }
 
     /// Which rule was broken.

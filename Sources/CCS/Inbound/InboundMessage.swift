@@ -70,14 +70,21 @@ public enum InboundMessage: Sendable, Equatable {
         public var status: String?
         public var deviceRegistrationID: String?
         public var category: String?
+        /// Set when ccsd could not decode the whole receipt but recovered its message_id: what failed.
+        public var decodeError: String?
+        /// The `gcm` text as received, when `decodeError` is set.
+        public var raw: String?
 
-        public init(messageID: String, from: String, originalMessageID: String? = nil, status: String? = nil, deviceRegistrationID: String? = nil, category: String? = nil) {
+        public init(messageID: String, from: String, originalMessageID: String? = nil, status: String? = nil, deviceRegistrationID: String? = nil, category: String? = nil,
+                    decodeError: String? = nil, raw: String? = nil) {
             self.messageID = messageID
             self.from = from
             self.originalMessageID = originalMessageID
             self.status = status
             self.deviceRegistrationID = deviceRegistrationID
             self.category = category
+            self.decodeError = decodeError
+            self.raw = raw
         }
     }
 
@@ -86,16 +93,25 @@ public enum InboundMessage: Sendable, Equatable {
         /// The device's registration token.
         public var from: String
         public var category: String?
-        /// The `data` object exactly as received (string values, XML entities already resolved).
+        /// The `data` object exactly as received (string values, XML entities already resolved); `null` when
+        /// the payload could not be decoded (see `decodeError`).
         public var data: JSONValue
         public var timeToLive: Int64?
+        /// Set when ccsd could not decode the whole message but recovered its message_id and from: what
+        /// failed, e.g. `data.n: number 1e400 is beyond the range of a 64-bit float; read as null`.
+        public var decodeError: String?
+        /// The `gcm` text as received, when `decodeError` is set.
+        public var raw: String?
 
-        public init(messageID: String, from: String, category: String? = nil, data: JSONValue, timeToLive: Int64? = nil) {
+        public init(messageID: String, from: String, category: String? = nil, data: JSONValue, timeToLive: Int64? = nil,
+                    decodeError: String? = nil, raw: String? = nil) {
             self.messageID = messageID
             self.from = from
             self.category = category
             self.data = data
             self.timeToLive = timeToLive
+            self.decodeError = decodeError
+            self.raw = raw
         }
     }
 
@@ -141,9 +157,16 @@ public enum InboundMessage: Sendable, Equatable {
 }
 
 /// Why an inbound stanza could not be read as a CCS message. Never fatal to the connection.
+///
+/// Thrown only for what nothing could be recovered from: no message_id (or, for an upstream message, no
+/// `from`; for a control message, no control_type), or an unknown message_type in a text that is not JSON.
 public struct InboundParseError: Error, Sendable, Equatable, CustomStringConvertible {
     public var field: String
     public var rule: String
+    /// The message_id, when one could be recovered (for logging each unreadable message once).
+    public var messageID: String?
+    /// FNV-1a 64 of the `gcm` text: tells unreadable messages without a message_id apart.
+    public var payloadDigest: UInt64 = 0
     public var description: String { "\(field): \(rule)" }
 }
 
@@ -160,7 +183,35 @@ extension InboundMessage {
             return .stanzaError(parseStanzaError(stanza, gcm: gcm))
         }
         guard let gcm else { return nil }
-        let object = try parseJSONObject(gcm.text)
+        let text = gcm.text.trimmingXMLWhitespace()
+        do {
+            return try classify(text)
+        } catch {
+            var error = error
+            error.payloadDigest = fnv1a(text)
+            throw error
+        }
+    }
+
+    private static func classify(_ text: String) throws(InboundParseError) -> InboundMessage {
+        // Lone surrogate escapes read as U+FFFD (JSONValue.parse); a number no Double holds reads as null and
+        // is named in decode_error; a text Foundation refuses otherwise is handed over raw when its
+        // message_id (and from) can be recovered, so that it is ACKed once instead of redelivered forever.
+        let object: [String: JSONValue]
+        var decodeError: String?
+        do {
+            object = try parseJSONObject(text)
+        } catch {
+            guard let lenient = try? JSONValue.parseReplacingUnrepresentableNumbers(Data(text.utf8)),
+                  !lenient.replaced.isEmpty, let recovered = lenient.value.objectValue else {
+                return try recover(text, error)
+            }
+            object = recovered
+            decodeError = lenient.replaced.map {
+                "\($0.dottedPath ?? "a number in an array"): number \($0.text) is beyond the range of a 64-bit float; read as null"
+            }.joined(separator: "; ")
+        }
+        let raw = decodeError == nil ? nil : text
         let messageType = object["message_type"]?.stringValue
         switch messageType {
         case nil:
@@ -168,12 +219,14 @@ extension InboundMessage {
                 throw InboundParseError(field: "message_type", rule: "must be a string")
             }
             let data = object["data"] ?? .object([:])
+            let messageID = try string(object, "message_id", messageID: nil)
             return .upstream(Upstream(
-                messageID: try string(object, "message_id"),
-                from: try string(object, "from"),
+                messageID: messageID,
+                from: try string(object, "from", messageID: messageID),
                 category: object["category"]?.stringValue,
                 data: data,
-                timeToLive: object["time_to_live"]?.intValue))
+                timeToLive: object["time_to_live"]?.intValue,
+                decodeError: decodeError, raw: raw))
         case "ack":
             return .ack(Ack(
                 messageID: try string(object, "message_id"),
@@ -199,7 +252,8 @@ extension InboundMessage {
                 originalMessageID: data["original_message_id"]?.stringValue,
                 status: data["message_status"]?.stringValue,
                 deviceRegistrationID: data["device_registration_id"]?.stringValue,
-                category: object["category"]?.stringValue))
+                category: object["category"]?.stringValue,
+                decodeError: decodeError, raw: raw))
         case "control":
             return .control(controlType: object["control_type"]?.stringValue ?? "")
         case let other?:
@@ -207,20 +261,91 @@ extension InboundMessage {
         }
     }
 
+    /// Parses the trimmed `gcm` text (the XML parser joined its pieces).
     private static func parseJSONObject(_ text: String) throws(InboundParseError) -> [String: JSONValue] {
-        // The text may come in many pieces with whitespace around the JSON: join (the parser did), trim, parse.
-        let trimmed = text.trimmingXMLWhitespace()
-        guard let value = try? JSONValue.parse(trimmed), let object = value.objectValue else {
-            throw InboundParseError(field: "gcm", rule: "the payload is not a JSON object")
+        let value: JSONValue
+        do {
+            value = try JSONValue.parse(text)
+        } catch {
+            throw InboundParseError(field: "gcm", rule: "the payload is \(error.message)")
+        }
+        guard let object = value.objectValue else {
+            throw InboundParseError(field: "gcm", rule: "the payload is a JSON \(value.typeName), not an object")
         }
         return object
     }
 
-    private static func string(_ object: [String: JSONValue], _ key: String) throws(InboundParseError) -> String {
+    /// Best effort for a `gcm` text Foundation refuses: the top-level `message_id`, `from` and `message_type`
+    /// string members, each decoded alone by Foundation (`JSONTokenScan`). An upstream message (no
+    /// message_type) needs message_id and from; a receipt needs message_id (its ACK goes to its `from`,
+    /// default `gcm.googleapis.com`); an ack or nack needs message_id (a nack's `error` defaults to
+    /// `UNKNOWN`, which is retried); a control message needs control_type. Limits: members are found
+    /// lexically, so a text broken before them may hide them (a message_type cut off makes an ack look like
+    /// an upstream message); unknown message types are not recovered.
+    private static func recover(_ text: String, _ error: InboundParseError) throws(InboundParseError) -> InboundMessage {
+        let bytes = Array(text.utf8)
+        let messageID = JSONTokenScan.topLevelString("message_id", in: bytes).flatMap { $0.isEmpty ? nil : $0 }
+        let from = JSONTokenScan.topLevelString("from", in: bytes).flatMap { $0.isEmpty ? nil : $0 }
+        let typeToken = JSONTokenScan.firstToken(at: ["message_type"], in: bytes)
+        let messageType = typeToken.map { JSONTokenScan.topLevelString("message_type", in: bytes) ?? $0.text }
+        let decodeError = "\(error.field): \(error.rule)"
+        switch messageType {
+        case nil:
+            guard let messageID, let from else {
+                throw InboundParseError(field: error.field, rule: error.rule + (messageID == nil ? "; no message_id recovered" : "; no from recovered"), messageID: messageID)
+            }
+            return .upstream(Upstream(
+                messageID: messageID, from: from, category: JSONTokenScan.topLevelString("category", in: bytes),
+                data: .null, decodeError: decodeError, raw: text))
+        case "receipt"?:
+            guard let messageID else {
+                throw InboundParseError(field: error.field, rule: error.rule + "; no message_id recovered", messageID: nil)
+            }
+            func member(_ keys: [String]) -> String? {
+                guard let token = JSONTokenScan.firstToken(at: keys, in: bytes), token.kind == .string else { return nil }
+                return try? JSONValue.parse(token.text).stringValue
+            }
+            return .receipt(Receipt(
+                messageID: messageID, from: from ?? "gcm.googleapis.com",
+                originalMessageID: member(["data", "original_message_id"]), status: member(["data", "message_status"]),
+                deviceRegistrationID: member(["data", "device_registration_id"]),
+                category: JSONTokenScan.topLevelString("category", in: bytes), decodeError: decodeError, raw: text))
+        case "ack"?, "nack"?:
+            // Not ACKed, but they resolve a downstream message: without them it would wait for its ack
+            // timeout and be resent, to come back unreadable again.
+            guard let messageID else {
+                throw InboundParseError(field: error.field, rule: error.rule + "; no message_id recovered", messageID: nil)
+            }
+            if messageType == "ack" { return .ack(Ack(messageID: messageID, from: from)) }
+            return .nack(Nack(
+                messageID: messageID, from: from, error: JSONTokenScan.topLevelString("error", in: bytes) ?? "UNKNOWN",
+                errorDescription: JSONTokenScan.topLevelString("error_description", in: bytes)))
+        case "control"?:
+            guard let controlType = JSONTokenScan.topLevelString("control_type", in: bytes) else {
+                throw InboundParseError(field: error.field, rule: error.rule + "; no control_type recovered", messageID: nil)
+            }
+            return .control(controlType: controlType)
+        default:
+            throw InboundParseError(field: error.field, rule: error.rule, messageID: messageID)
+        }
+    }
+
+    private static func string(_ object: [String: JSONValue], _ key: String, messageID: String? = nil) throws(InboundParseError) -> String {
         guard let value = object[key]?.stringValue, !value.isEmpty else {
-            throw InboundParseError(field: key, rule: "a non-empty string is required")
+            throw InboundParseError(field: key, rule: "a non-empty string is required",
+                                    messageID: messageID ?? object["message_id"]?.stringValue)
         }
         return value
+    }
+
+    /// FNV-1a, 64 bits: a stable digest of a payload (no security role).
+    static func fnv1a(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash &*= 0x0000_0100_0000_01B3
+        }
+        return hash
     }
 
     private static func stringArray(_ value: JSONValue?) -> [String]? {

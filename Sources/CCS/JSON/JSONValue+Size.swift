@@ -8,6 +8,7 @@ extension JSONValue {
         case .bool(let b): return b ? 4 : 5
         case .int(let i): return JSONValue.decimalDigitCount(i)
         case .double: return serialized().utf8.count
+        case .number(let text): return text.utf8.count
         case .string(let s): return JSONValue.serializedUTF8Count(ofString: s)
         case .array(let a):
             var count = 2 + max(0, a.count - 1)

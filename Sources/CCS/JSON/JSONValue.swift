@@ -6,23 +6,38 @@ import Foundation
 /// and `1` is never mistaken for `true`. Objects are dictionaries: key order carries no meaning in
 /// CCS JSON. Parsing uses Foundation's `JSONSerialization` (no parser of our own); `serialized()`
 /// is a small writer, because `JSONSerialization.data(withJSONObject:)` is slow on the per-message path.
+///
+/// Numbers are never wrapped or changed in sign: an integer that fits Int64 is `.int`; an integer outside
+/// Int64, or a number Foundation returns as a decimal (more digits than a Double holds), is `.number` with
+/// its exact decimal text, written back verbatim; other numbers are `.double`. Limits (Foundation's): a
+/// decimal keeps at most 38 significant digits, and a number below the smallest Double reads as 0.
+/// Lone UTF-16 surrogate escapes (`"\ud83d"` alone), which Foundation refuses, read as U+FFFD
+/// (see `JSONSurrogateRepair`).
 public enum JSONValue: Sendable, Equatable {
     case null
     case bool(Bool)
     case int(Int64)
     case double(Double)
+    /// A number kept as its exact decimal text (JSON number syntax), e.g. `"9223372036854775808"`.
+    case number(String)
     case string(String)
     case array([JSONValue])
     case object([String: JSONValue])
 
-    /// Parses one JSON text.
-    /// - Throws: `JSONValue.ParseError` when the text is not JSON.
+    /// Parses one JSON text. Unpaired surrogate escapes read as U+FFFD (only when the first parse fails,
+    /// the text is repaired by `JSONSurrogateRepair` and parsed again).
+    /// - Throws: `JSONValue.ParseError` when the text is not JSON; its message carries Foundation's
+    ///   reason and position ("Invalid value around character 6.").
     public static func parse(_ data: Data) throws(ParseError) -> JSONValue {
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
         } catch {
-            throw ParseError(message: "not valid JSON")
+            if let repaired = JSONSurrogateRepair.repaired(data),
+               let again = try? JSONSerialization.jsonObject(with: repaired, options: [.fragmentsAllowed]) {
+                return JSONValue(foundation: again)
+            }
+            throw ParseError(message: "not valid JSON: " + ParseError.reason(error))
         }
         return JSONValue(foundation: object)
     }
@@ -36,6 +51,12 @@ public enum JSONValue: Sendable, Equatable {
     public struct ParseError: Error, Sendable, Equatable, CustomStringConvertible {
         public var message: String
         public var description: String { message }
+
+        /// Foundation's reason for refusing a text, e.g. "Unexpected end of file during JSON parse.".
+        static func reason(_ error: any Error) -> String {
+            let reason = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
+            return reason ?? "\(error)"
+        }
     }
 
     /// Converts a Foundation JSON object (from `JSONSerialization`) to a `JSONValue`.
@@ -57,7 +78,23 @@ public enum JSONValue: Sendable, Equatable {
             if type == 0x63 || type == 0x42 {  // "c", "B"
                 self = .bool(number.boolValue)
             } else if type == 0x64 || type == 0x66 {  // "d", "f"
-                self = .double(number.doubleValue)
+                if let decimal = number as? NSDecimalNumber {
+                    // More digits than a Double holds (Foundation reports "d"): keep the exact decimal text.
+                    let text = decimal.description
+                    if let integer = Int64(text) {
+                        self = .int(integer)
+                    } else if JSONValue.isNumberText(text) {
+                        self = .number(text)
+                    } else {
+                        self = .double(decimal.doubleValue)
+                    }
+                } else {
+                    self = .double(number.doubleValue)
+                }
+            } else if type == 0x51 || type == 0x4C || type == 0x49 || type == 0x53 || type == 0x43 {
+                // Unsigned ("Q", "L", "I", "S", "C"): above Int64.max it would wrap to a negative Int64.
+                let value = number.uint64Value
+                self = value <= UInt64(Int64.max) ? .int(Int64(value)) : .number(String(value))
             } else {
                 self = .int(number.int64Value)
             }
@@ -72,10 +109,12 @@ public enum JSONValue: Sendable, Equatable {
     public var objectValue: [String: JSONValue]? { if case .object(let o) = self { return o } else { return nil } }
     public var arrayValue: [JSONValue]? { if case .array(let a) = self { return a } else { return nil } }
     public var boolValue: Bool? { if case .bool(let b) = self { return b } else { return nil } }
-    /// The value as an integer: an `.int`, or a `.double` with no fractional part.
+    /// The value as an integer: an `.int`, a `.double` with no fractional part, or a `.number` that is an
+    /// integer within Int64 (never wrapped: a larger one gives nil).
     public var intValue: Int64? {
         switch self {
         case .int(let i): return i
+        case .number(let text): return Int64(text)
         case .double(let d) where d.rounded() == d && abs(d) < 9.0e15: return Int64(d)
         default: return nil
         }
@@ -88,7 +127,7 @@ public enum JSONValue: Sendable, Equatable {
         case .null: "null"
         case .bool: "boolean"
         case .int: "integer"
-        case .double: "number"
+        case .double, .number: "number"
         case .string: "string"
         case .array: "array"
         case .object: "object"
@@ -113,6 +152,7 @@ public enum JSONValue: Sendable, Equatable {
         case .int(let i): out += String(i)
         case .double(let d):
             if d.isFinite, d.rounded() == d, abs(d) < 1e15 { out += String(Int64(d)) } else if d.isFinite { out += "\(d)" } else { out += "null" }
+        case .number(let text): out += text
         case .string(let s): JSONValue.writeString(s, to: &out)
         case .array(let a):
             out += "["
@@ -135,6 +175,28 @@ public enum JSONValue: Sendable, Equatable {
             }
             out += "}"
         }
+    }
+
+    /// True when `text` is a JSON number (RFC 8259 §6): `-? int frac? exp?`.
+    public static func isNumberText(_ text: some StringProtocol) -> Bool {
+        var bytes = Array(text.utf8)[...]
+        func digits() -> Int {
+            var count = 0
+            while let b = bytes.first, (0x30...0x39).contains(b) { bytes.removeFirst(); count += 1 }
+            return count
+        }
+        if bytes.first == UInt8(ascii: "-") { bytes.removeFirst() }
+        if bytes.first == UInt8(ascii: "0") { bytes.removeFirst() } else if digits() == 0 { return false }
+        if bytes.first == UInt8(ascii: ".") {
+            bytes.removeFirst()
+            guard digits() > 0 else { return false }
+        }
+        if bytes.first == UInt8(ascii: "e") || bytes.first == UInt8(ascii: "E") {
+            bytes.removeFirst()
+            if bytes.first == UInt8(ascii: "+") || bytes.first == UInt8(ascii: "-") { bytes.removeFirst() }
+            guard digits() > 0 else { return false }
+        }
+        return bytes.isEmpty
     }
 
     /// Appends `s` as a JSON string literal (RFC 8259 §7): quotes, backslash and control characters escaped.

@@ -82,6 +82,9 @@ public struct EmulatorConfiguration: Sendable {
     public var ackRejection: AckRejection?
     /// Prefix of the message_ids the `upstream` command makes: `u-` gives `u-1`, `u-2`, … Default `u-`.
     public var upstreamMessageIDPrefix = "u-"
+    /// Fault mode: on the first ready connection, send upstream messages and a receipt a client cannot fully
+    /// decode (lone surrogate escapes, a number no Double holds, broken JSON); see `poisonUpstreamPayloads`.
+    public var poisonUpstream = false
 
     public init(
         listen: [ListenAddress] = [ListenAddress(port: 5235), ListenAddress(port: 5236)],

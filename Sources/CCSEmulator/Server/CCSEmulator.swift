@@ -61,6 +61,8 @@ public final class CCSEmulator: @unchecked Sendable {
     private var connections: [Int: EmulatorConnection] = [:]
     private var nextConnectionID = 1
     var counters = EmulatorStats()
+    /// Fault mode poison upstream (Faults/PoisonUpstream.swift): sent already.
+    var poisonUpstreamSent = false
     private var policy: DownstreamPolicy
     /// Per downstream message_id: attempts decided (drain nacks excluded), the target, and whether acked.
     var seen: [String: Seen] = [:]
@@ -356,6 +358,7 @@ public final class CCSEmulator: @unchecked Sendable {
         connection.becomeReady()
         log("bound \(connection.jid ?? "")", connection: connection.id)
         armAfterLoginFault(connection)
+        startPoisonUpstream(on: connection)
         if !orphanUpstream.isEmpty {
             let orphans = orphanUpstream
             orphanUpstream = []
@@ -399,6 +402,7 @@ public final class CCSEmulator: @unchecked Sendable {
         if stanza.name == "iq" {
             if stanza.attribute("type") == "result", stanza.attribute("id")?.hasPrefix("emu-ping-") == true {
                 counters.pongsReceived += 1
+                sendPoisonUpstreamIfDue(on: connection)
             } else {
                 counters.unknownStanzas += 1
             }

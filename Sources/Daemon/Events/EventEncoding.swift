@@ -6,9 +6,12 @@ extension DispatcherEvent {
     /// Shapes: `accepted {message_id}`, `rejected {message_id?, field, error, line?}`,
     /// `acked {message_id, to, registration_id?, success?, failure?, failed_registration_ids?}`,
     /// `nacked {message_id, error, description, final, invalid_token, failed_registration_ids?}`,
-    /// `expired {message_id}`, `upstream {message_id, from, category, data}`,
-    /// `receipt {message_id, original_message_id, status, device_registration_id}`,
+    /// `expired {message_id}`, `upstream {message_id, from, category, data, decode_error?, raw?}`,
+    /// `receipt {message_id, original_message_id, status, device_registration_id, decode_error?, raw?}`,
     /// `connection {id, endpoint, state, reason?}`. Upstream `data` is written back exactly as received.
+    /// `decode_error` (with `raw`, the `gcm` text as received) marks an upstream message or receipt ccsd
+    /// could not fully decode but handed over and ACKed anyway (no poison messages): `data` is then `null`,
+    /// or holds `null` where a number no Double holds was written.
     /// Written field by field (two events per message pass through here).
     public func jsonLine() -> String {
         var line = EventLine()
@@ -50,14 +53,18 @@ extension DispatcherEvent {
         case .upstream(let upstream):
             line.field("category", upstream.category.map(JSONValue.string) ?? .null)
             line.field("data", upstream.data)
+            if let error = upstream.decodeError { line.field("decode_error", error) }
             line.field("event", "upstream")
             line.field("from", upstream.from)
             line.field("message_id", upstream.messageID)
+            if let raw = upstream.raw { line.field("raw", raw) }
         case .receipt(let receipt):
+            if let error = receipt.decodeError { line.field("decode_error", error) }
             line.field("device_registration_id", receipt.deviceRegistrationID.map(JSONValue.string) ?? .null)
             line.field("event", "receipt")
             line.field("message_id", receipt.messageID)
             line.field("original_message_id", receipt.originalMessageID.map(JSONValue.string) ?? .null)
+            if let raw = receipt.raw { line.field("raw", raw) }
             line.field("status", receipt.status.map(JSONValue.string) ?? .null)
         case .connection(let id, let endpoint, let state, let reason):
             line.field("endpoint", endpoint.description)

@@ -187,8 +187,10 @@ public final class IntakeReader: @unchecked Sendable {
             return .message(message, line: lineNumber)
         case .failure(let error):
             // Name the message in the event when the line has a readable message_id.
+            // A line Foundation refuses may still carry a readable message_id (found lexically).
             let value = try? JSONValue.parse(data)
             let messageID = value?["message_id"]?.stringValue ?? value?["message"]?["message_id"]?.stringValue
+                ?? (value == nil ? JSONTokenScan.topLevelString("message_id", in: line) : nil)
             return .invalid(line: lineNumber, messageID: messageID, error: error)
         }
     }

@@ -29,6 +29,8 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
     private var intakeResume: (() -> Void)?
     private let tlsConfiguration: TLSClientConfiguration
     private let clockOrigin = DispatchTime.now().uptimeNanoseconds
+    /// Unreadable CCS messages (nothing to ACK them by): each logged once, redeliveries counted.
+    private var unreadable = UnreadableMessageLog()
 
     /// Messages outstanding above which intake pauses (memory bound for a fast producer).
     public static let intakeHighWater = 20_000
@@ -149,7 +151,8 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         for client in clients.values { client.abort() }
         outlet.flush()
         logger.info("stopped", ["exit_code": "\(exitCode)", "sent": "\(dispatcher.counters.sent)",
-                                "acked": "\(dispatcher.counters.acked)", "upstream": "\(dispatcher.counters.upstream)"])
+                                "acked": "\(dispatcher.counters.acked)", "upstream": "\(dispatcher.counters.upstream)",
+                                "unreadable": "\(unreadable.total)"])
         onExit(exitCode)
     }
 
@@ -240,6 +243,11 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
             logger.debug("message accepted", ["message_id": messageID])
         case .acked(let messageID, let to, _, _):
             if logger.isEnabled(.debug) { logger.debug("message acked", ["message_id": messageID, "to": shortenedToken(to)]) }
+        case .upstream(let upstream) where upstream.decodeError != nil:
+            logger.warning("upstream message not fully decoded; handed over with decode_error and ACKed",
+                           ["message_id": upstream.messageID, "from": shortenedToken(upstream.from)])
+        case .receipt(let receipt) where receipt.decodeError != nil:
+            logger.warning("receipt not fully decoded; handed over with decode_error and ACKed", ["message_id": receipt.messageID])
         case .upstream(let upstream):
             if logger.isEnabled(.debug) { logger.debug("upstream", ["message_id": upstream.messageID, "from": shortenedToken(upstream.from)]) }
         case .receipt(let receipt):
@@ -285,7 +293,13 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         do {
             message = try InboundMessage.parse(stanza: stanza)
         } catch {
-            logger.warning("unreadable CCS message ignored", ["connection": "\(client.tag)", "error": error.description])
+            // Nothing to ACK it by (no message_id, or an upstream without from): CCS may redeliver it, so log
+            // each one once (by message_id, or by payload digest) and count the rest.
+            if unreadable.record(error) {
+                logger.warning("unreadable CCS message ignored; its redeliveries are counted, not logged",
+                               ["connection": "\(client.tag)", "message_id": error.messageID ?? "", "error": error.description,
+                                "unreadable_total": "\(unreadable.total)"])
+            }
             return
         }
         guard let message else { return }

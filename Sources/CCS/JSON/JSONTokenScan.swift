@@ -1,0 +1,194 @@
+import Foundation
+
+/// Finds scalar tokens of a JSON text as written, with the object keys that lead to them: for what
+/// Foundation cannot tell (the written form of `2419201.0`), and for what it refuses (a number no Double
+/// holds, like `1e400`; a text that is not JSON at all, from which a message_id is still wanted).
+///
+/// A lexical scan, not a parser: it tracks `{`/`[` nesting, string literals (with their escapes) and the
+/// key before each `:`. On valid JSON it is exact; on broken JSON it is best effort, and it never throws.
+/// Limits: a key is compared after Foundation decodes it (escapes included), but a key repeated in one
+/// object yields a token per occurrence (first one wins in `firstToken`), and a text broken before a token
+/// may give that token a wrong path. Nothing here decides whether a text is valid: Foundation does.
+public struct JSONTokenScan {
+    /// One scalar as written.
+    public struct Token: Sendable, Equatable {
+        public enum Kind: Sendable, Equatable { case string, number, literal }
+        public var kind: Kind
+        /// Object keys from the top level down to the token; nil for an array element level.
+        public var path: [String?]
+        /// The token's bytes as written (a string token includes its quotes and escapes).
+        public var text: String
+        /// Byte range in the scanned text.
+        public var range: Range<Int>
+
+        /// The path as dotted keys (`data.count`), or nil when it passes through an array.
+        public var dottedPath: String? {
+            var keys: [String] = []
+            for key in path {
+                guard let key else { return nil }
+                keys.append(key)
+            }
+            return keys.joined(separator: ".")
+        }
+    }
+
+    private enum Frame {
+        case object(key: String?)
+        case array
+    }
+
+    /// Calls `visit` for every scalar token in document order; `visit` returns false to stop.
+    public static func scan(_ bytes: [UInt8], _ visit: (Token) -> Bool) {
+        var stack: [Frame] = []
+        var expectingKey = false
+        var index = 0
+        let count = bytes.count
+
+        func path() -> [String?] {
+            stack.map { frame in if case .object(let key) = frame { key } else { nil } }
+        }
+
+        while index < count {
+            let byte = bytes[index]
+            switch byte {
+            case UInt8(ascii: "{"):
+                stack.append(.object(key: nil))
+                expectingKey = true
+                index += 1
+            case UInt8(ascii: "["):
+                stack.append(.array)
+                expectingKey = false
+                index += 1
+            case UInt8(ascii: "}"), UInt8(ascii: "]"):
+                _ = stack.popLast()
+                expectingKey = false
+                index += 1
+            case UInt8(ascii: ","):
+                if case .object? = stack.last { expectingKey = true }
+                index += 1
+            case UInt8(ascii: ":"):
+                expectingKey = false
+                index += 1
+            case UInt8(ascii: "\""):
+                let end = endOfString(bytes, from: index)
+                if expectingKey, case .object? = stack.last {
+                    stack[stack.count - 1] = .object(key: decodeString(bytes[index..<end]))
+                    expectingKey = false
+                } else if !visit(Token(kind: .string, path: path(), text: String(decoding: bytes[index..<end], as: UTF8.self), range: index..<end)) {
+                    return
+                }
+                index = end
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
+                var end = index + 1
+                while end < count, isNumberByte(bytes[end]) { end += 1 }
+                if !visit(Token(kind: .number, path: path(), text: String(decoding: bytes[index..<end], as: UTF8.self), range: index..<end)) {
+                    return
+                }
+                index = end
+            case UInt8(ascii: "a")...UInt8(ascii: "z"):
+                var end = index + 1
+                while end < count, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(bytes[end]) { end += 1 }
+                if !visit(Token(kind: .literal, path: path(), text: String(decoding: bytes[index..<end], as: UTF8.self), range: index..<end)) {
+                    return
+                }
+                index = end
+            default:
+                index += 1  // whitespace, or a byte that makes the text invalid anyway
+            }
+        }
+    }
+
+    /// The first token whose path is exactly `keys` (objects all the way down).
+    public static func firstToken(at keys: [String], in bytes: [UInt8]) -> Token? {
+        var found: Token?
+        scan(bytes) { token in
+            guard token.path.count == keys.count, zip(token.path, keys).allSatisfy({ $0 == $1 }) else { return true }
+            found = token
+            return false
+        }
+        return found
+    }
+
+    /// A top-level string member, decoded by Foundation (lone surrogates as U+FFFD); nil when absent, not a
+    /// string, or not decodable. For recovering `message_id` and `from` from a text Foundation refuses.
+    public static func topLevelString(_ key: String, in bytes: [UInt8]) -> String? {
+        guard let token = firstToken(at: [key], in: bytes), token.kind == .string else { return nil }
+        return decodeString(bytes[token.range])
+    }
+
+    /// Number tokens that no Double can hold (`1e400`, `-2e308`): Foundation refuses the whole text for one.
+    public static func unrepresentableNumbers(in bytes: [UInt8]) -> [Token] {
+        var found: [Token] = []
+        scan(bytes) { token in
+            if token.kind == .number, JSONValue.isNumberText(token.text), let value = Double(token.text), !value.isFinite {
+                found.append(token)
+            }
+            return true
+        }
+        return found
+    }
+
+    /// `bytes` with each token's range replaced by `replacement` (ranges in document order, not overlapping).
+    public static func replacing(_ tokens: [Token], with replacement: String, in bytes: [UInt8]) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var position = 0
+        for token in tokens.sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) where token.range.lowerBound >= position {
+            out.append(contentsOf: bytes[position..<token.range.lowerBound])
+            out.append(contentsOf: replacement.utf8)
+            position = token.range.upperBound
+        }
+        out.append(contentsOf: bytes[position...])
+        return out
+    }
+
+    // MARK: Helpers
+
+    /// The index just past the closing quote of the string starting at `start` (or the end of the text).
+    private static func endOfString(_ bytes: [UInt8], from start: Int) -> Int {
+        var index = start + 1
+        while index < bytes.count {
+            switch bytes[index] {
+            case UInt8(ascii: "\\"): index += 2
+            case UInt8(ascii: "\""): return index + 1
+            default: index += 1
+            }
+        }
+        return bytes.count
+    }
+
+    private static func isNumberByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
+             UInt8(ascii: "e"), UInt8(ascii: "E"):
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// A string literal (quotes included) decoded by Foundation as a JSON fragment.
+    private static func decodeString(_ literal: ArraySlice<UInt8>) -> String? {
+        var bytes = Array(literal)
+        if !bytes.contains(UInt8(ascii: "\\")), bytes.count >= 2, bytes.last == UInt8(ascii: "\"") {
+            return String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self)  // the common case: no escapes
+        }
+        _ = JSONSurrogateRepair.repair(&bytes)
+        let value = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
+        return value as? String
+    }
+}
+
+extension JSONValue {
+    /// Parses like `parse(_:)`, but a number no Double holds (`1e400`), which makes Foundation refuse the whole
+    /// text, reads as `null` and is returned in `replaced` (its path and written form), so the caller can say
+    /// which field failed. For the second try after `parse(_:)` failed.
+    /// - Throws: `ParseError` when the text is not JSON for another reason too.
+    public static func parseReplacingUnrepresentableNumbers(_ data: Data) throws(ParseError) -> (value: JSONValue, replaced: [JSONTokenScan.Token]) {
+        var bytes = [UInt8](data)
+        _ = JSONSurrogateRepair.repair(&bytes)
+        let replaced = JSONTokenScan.unrepresentableNumbers(in: bytes)
+        if !replaced.isEmpty { bytes = JSONTokenScan.replacing(replaced, with: "null", in: bytes) }
+        return (try parse(Data(bytes)), replaced)
+    }
+}
