@@ -6,12 +6,7 @@ enum TopicName {
 
     /// True when `name` is 1 to `maximumLength` characters of `[a-zA-Z0-9-_.~%]`.
     static func isValid(_ name: some StringProtocol) -> Bool {
-        var count = 0
-        for byte in name.utf8 {
-            guard isAllowed(byte) else { return false }
-            count += 1
-        }
-        return count > 0 && count <= maximumLength
+        isRun(name, of: isAllowed, maximumLength: maximumLength)
     }
 
     static func isAllowed(_ byte: UInt8) -> Bool {
@@ -42,12 +37,7 @@ enum RegistrationToken {
     static let maximumLength = 4096
 
     static func isValid(_ text: some StringProtocol) -> Bool {
-        var count = 0
-        for byte in text.utf8 {
-            guard isAllowed(byte) else { return false }
-            count += 1
-        }
-        return count > 0 && count <= maximumLength
+        isRun(text, of: isAllowed, maximumLength: maximumLength)
     }
 
     static func isAllowed(_ byte: UInt8) -> Bool {
@@ -87,4 +77,15 @@ enum RegistrationToken {
     private static func looksLikeTopic(_ text: String) -> Bool {
         text.utf8.contains(UInt8(ascii: "/")) || text.lowercased().hasPrefix("topics")
     }
+}
+
+/// True when `text` is 1 to `maximumLength` bytes, each of which `isAllowed` takes (ASCII-only rules, so
+/// bytes are characters).
+private func isRun(_ text: some StringProtocol, of isAllowed: (UInt8) -> Bool, maximumLength: Int) -> Bool {
+    var count = 0
+    for byte in text.utf8 {
+        guard isAllowed(byte) else { return false }
+        count += 1
+    }
+    return count > 0 && count <= maximumLength
 }
