@@ -48,8 +48,8 @@ final class CCSDProcess: @unchecked Sendable {
                              "--sender-id", Self.senderID, "--server-key-file", keyFile,
                              "--input", inputPath, "--events", eventsPath] + extraArguments
         process.environment = [:]
-        FileManager.default.createFile(atPath: logPath, contents: nil)
-        FileManager.default.createFile(atPath: stdoutPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         process.standardError = FileHandle(forWritingAtPath: logPath)
         process.standardOutput = FileHandle(forWritingAtPath: stdoutPath)
         process.standardInput = FileHandle.nullDevice
