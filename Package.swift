@@ -45,7 +45,7 @@ let package = Package(
         .testTarget(name: "XMPPTests", dependencies: ["XMPP", "XMLStream"]),
         .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "XMPP", "CorpusFixtures"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS", "XMPP", "XMLStream", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS", "TLS", "XMPP", "XMLStream", "TestSupport"]),
         // Integration tests: real TLS on loopback against the emulator and Prosody.
         .testTarget(name: "IntegrationTests",
                     dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures"]),
