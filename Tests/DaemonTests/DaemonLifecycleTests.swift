@@ -184,6 +184,15 @@ import Testing
         #expect(performed(lifecycle.inputEnded(error: nil, now: at(1))) == [.closeIntake, .closeStreams, .scheduleTimer(at: at(4))])
     }
 
+    @Test func anInputThatEndsBeforeTheIntakeReportsCountsOnceItDoes() {
+        var lifecycle = DaemonLifecycle(configuration: configuration(exitWhenDone: true))
+        _ = lifecycle.start(now: t0)
+        _ = lifecycle.partStarted(.store, now: t0)
+        _ = lifecycle.partStarted(.pool, now: t0)
+        #expect(performed(lifecycle.inputEnded(error: nil, now: t0)) == [])
+        #expect(performed(lifecycle.partStarted(.intake, now: t0)) == [.closeIntake, .closeStreams, .scheduleTimer(at: at(3))])
+    }
+
     @Test func withoutExitWhenDoneTheEndOfInputKeepsTheDaemonRunning() {
         var lifecycle = running(configuration())
         #expect(performed(lifecycle.inputEnded(error: nil, now: at(1))) == [])

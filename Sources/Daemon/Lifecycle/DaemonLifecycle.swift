@@ -226,9 +226,11 @@ public struct DaemonLifecycle: Sendable {
 
     /// The input ended (`error == nil`) or could not be read. A read error stops the daemon with exit 1 once
     /// nothing is outstanding, whether or not `--exit-when-done` was given: no more messages can come.
+    /// May arrive before `partStarted(.intake)` (an empty input read at once); it then counts once the
+    /// intake reports.
     public mutating func inputEnded(error: String?, now: Instant) -> [Action] {
         switch state {
-        case .running, .stopping, .closing, .stopped: break
+        case .running, .stopping, .closing, .stopped, .starting(.intake, _): break
         case .idle, .starting: invalid("inputEnded")
         }
         guard !inputEnded else { return [] }
