@@ -36,13 +36,16 @@ let package = Package(
 
         // The downstream corpus (Tests/Corpus) for the unit and end-to-end tests.
         .target(name: "CorpusFixtures", dependencies: ["CCS"], path: "Tests/CorpusFixtures"),
+        // Test support for the daemon's drivers (test targets only): a manual loop and clock, a mock XMPP
+        // connection, an in-memory events outlet.
+        .target(name: "TestSupport", dependencies: ["Daemon", "CCS", "XMPP", "XMLStream"], path: "Tests/TestSupport"),
 
         // Unit tests: no sockets.
         .testTarget(name: "XMLStreamTests", dependencies: ["XMLStream"]),
         .testTarget(name: "XMPPTests", dependencies: ["XMPP", "XMLStream"]),
         .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "XMPP", "CorpusFixtures"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS", "TLS", "XMPP", "XMLStream", "TestSupport"]),
         // Integration tests: real TLS on loopback against the emulator and Prosody.
         .testTarget(name: "IntegrationTests",
                     dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures"]),

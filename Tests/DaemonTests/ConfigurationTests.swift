@@ -34,6 +34,40 @@ import Testing
         #expect(c.dispatcherConfiguration.ackTimeout == 15)
     }
 
+    @Test func storeAndLifecycleKeysApply() throws {
+        let c = try load(#"{"state_dir":"/srv/ccsd","store":"memory","store_synchronous":"normal","final_retention_seconds":3600,"events_retention_seconds":86400,"shutdown_grace_seconds":20,"close_timeout_seconds":5,"failure_close_timeout_seconds":0.5}"#)
+        #expect(c.stateDirectory == "/srv/ccsd")
+        #expect(c.store == .memory)
+        #expect(c.storeSynchronous == .normal)
+        #expect(c.finalRetentionSeconds == 3600)
+        #expect(c.eventsRetentionSeconds == 86400)
+        #expect(c.lifecycleConfiguration(exitWhenDone: true) == DaemonLifecycle.Configuration(
+            shutdownGrace: .seconds(20), closeTimeout: .seconds(5), failureCloseTimeout: .milliseconds(500),
+            exitWhenDone: true, durability: .memory))
+    }
+
+    @Test func storeDefaultsAreDurable() {
+        let c = Configuration()
+        #expect(c.store == .sqlite)
+        #expect(c.storeSynchronous == .full)
+        #expect(c.finalRetentionSeconds == 86_400)
+        #expect(c.eventsRetentionSeconds == 7 * 86_400)
+        #expect(c.lifecycleConfiguration(exitWhenDone: false) == DaemonLifecycle.Configuration(
+            shutdownGrace: .seconds(10), closeTimeout: .seconds(3), failureCloseTimeout: .seconds(1),
+            exitWhenDone: false, durability: .durable))
+    }
+
+    @Test(arguments: [
+        ([:], "/var/lib/ccsd"),
+        (["STATE_DIRECTORY": "/var/lib/ccsd"], "/var/lib/ccsd"),
+        (["STATE_DIRECTORY": "/var/lib/private/ccsd"], "/var/lib/private/ccsd"),
+        (["STATE_DIRECTORY": "/var/lib/a:/var/lib/b"], "/var/lib/a"),
+        (["STATE_DIRECTORY": ""], "/var/lib/ccsd"),
+    ])
+    func stateDirectoryDefaultsToSystemdsThenVarLib(environment: [String: String], expected: String) {
+        #expect(Configuration.defaultStateDirectory(environment: environment) == expected)
+    }
+
     @Test func defaultsAreCCS() {
         let c = Configuration()
         #expect(c.jidDomain == "gcm.googleapis.com")
@@ -54,6 +88,14 @@ import Testing
         (#"{"keepalive_seconds":100,"dead_peer_seconds":90}"#, "dead_peer_seconds", "must be greater than keepalive_seconds"),
         (#"{"retry_initial_seconds":10,"retry_max_seconds":5}"#, "retry_max_seconds", "must be at least retry_initial_seconds"),
         (#"{"retry_initial_seconds":-1}"#, "retry_initial_seconds", "must be a number of seconds above 0, got -1"),
+        (#"{"store":"redis"}"#, "store", "must be \"sqlite\" or \"memory\", got \"redis\""),
+        (#"{"store":1}"#, "store", "must be \"sqlite\" or \"memory\", got 1"),
+        (#"{"store_synchronous":"off"}"#, "store_synchronous", "must be \"full\" or \"normal\", got \"off\""),
+        (#"{"state_dir":""}"#, "state_dir", "must be a non-empty string, got \"\""),
+        (#"{"final_retention_seconds":0}"#, "final_retention_seconds", "must be a number of seconds above 0, got 0"),
+        (#"{"events_retention_seconds":"7d"}"#, "events_retention_seconds", "must be a number of seconds above 0, got \"7d\""),
+        (#"{"close_timeout_seconds":-3}"#, "close_timeout_seconds", "must be a number of seconds above 0, got -3"),
+        (#"{"state-dir":"/x"}"#, "state-dir", "unknown key (did you mean state_dir?)"),
         (#"[1]"#, "test.json", "the file must hold one JSON object"),
         (#"{"#, "test.json", "not valid JSON"),
     ])
@@ -116,6 +158,34 @@ import Testing
         #expect(c.serverKey.revealed == "k")
     }
 
+    @Test func stateDirectoryIsTheFlagThenTheFileThenTheEnvironment() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ccsd-opt-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("c.json").path
+        try #"{"sender_id":"1","state_dir":"/from/file"}"#.write(toFile: config, atomically: true, encoding: .utf8)
+        let environment = ["CCSD_SERVER_KEY": "k", "STATE_DIRECTORY": "/from/systemd"]
+        #expect(try RunOptions.parse(["--config", config, "--state-dir", "/from/flag"]).configuration(environment: environment).stateDirectory == "/from/flag")
+        #expect(try RunOptions.parse(["--config", config]).configuration(environment: environment).stateDirectory == "/from/file")
+        #expect(try RunOptions.parse(["--sender-id", "1"]).configuration(environment: environment).stateDirectory == "/from/systemd")
+        #expect(try RunOptions.parse(["--sender-id", "1"]).configuration(environment: ["CCSD_SERVER_KEY": "k"]).stateDirectory == "/var/lib/ccsd")
+    }
+
+    @Test func storeFlagOverridesTheFile() throws {
+        let options = try RunOptions.parse(["--sender-id", "1", "--store", "memory"])
+        #expect(options.store == .memory)
+        let c = try options.configuration(environment: ["CCSD_SERVER_KEY": "k"])
+        #expect(c.store == .memory)
+        #expect(c.lifecycleConfiguration(exitWhenDone: false).durability == .memory)
+        #expect(try RunOptions.parse(["--sender-id", "1"]).configuration(environment: ["CCSD_SERVER_KEY": "k"]).store == .sqlite)
+    }
+
+    @Test func usageNamesTheStoreFlagsAndExitCodes() {
+        for text in ["--state-dir DIR", "--store sqlite|memory", "$STATE_DIRECTORY", "5 the store failed"] {
+            #expect(RunOptions.usage.contains(text), "usage lacks \(text)")
+        }
+    }
+
     @Test func helpIsAnOptionNotAnError() throws {
         #expect(try RunOptions.parse(["--help"]).help)
         #expect(try RunOptions.parse(["-h"]).help)
@@ -134,6 +204,10 @@ import Testing
         (["--conections", "2"], "--conections", "unknown option (did you mean --connections?)"),
         (["--input"], "--input", "needs a value"),
         (["--log-level", "loud"], "--log-level", "must be one of debug, info, warning, error, got \"loud\""),
+        (["--store", "sqlite3"], "--store", "must be one of sqlite, memory, got \"sqlite3\""),
+        (["--store"], "--store", "needs a value"),
+        (["--state-dir", ""], "--state-dir", "needs a value"),
+        (["--state_dir", "/x"], "--state_dir", "unknown option (did you mean --state-dir?)"),
     ])
     func badFlagsNameTheFlag(arguments: [String], field: String, rule: String) {
         #expect(throws: ConfigurationError(field: field, rule: rule)) { try RunOptions.parse(arguments) }

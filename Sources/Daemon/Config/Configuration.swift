@@ -28,6 +28,13 @@ import Foundation
 /// | `shutdown_grace_seconds` | number > 0 | 10 (on SIGTERM: time to finish outstanding messages) |
 /// | `ack_timeout_seconds` | number > 0 | 60 (a connection resolving nothing that long is dropped, its messages resent) |
 /// | `drain_timeout_seconds` | number > 0 | 300 (a draining stream the server has not closed by then is closed by ccsd) |
+/// | `close_timeout_seconds` | number > 0 | 3 (after a graceful stop: time for the streams to close before they are aborted) |
+/// | `failure_close_timeout_seconds` | number > 0 | 1 (the same after authentication, outlet or store failure) |
+/// | `state_dir` | path | `$STATE_DIRECTORY` (its first entry), else `/var/lib/ccsd` (where the SQLite store lives) |
+/// | `store` | `"sqlite"` or `"memory"` | `"sqlite"` (memory: nothing survives a restart; tests, benchmarks) |
+/// | `store_synchronous` | `"full"` or `"normal"` | `"full"` (SQLite `PRAGMA synchronous`: full survives a power cut, normal only a crash of ccsd) |
+/// | `final_retention_seconds` | number > 0 | 86400 (final messages kept to answer a resubmitted message_id with its outcome) |
+/// | `events_retention_seconds` | number > 0 | 604800 (journaled events kept at most this long, acknowledged or not) |
 ///
 /// The server key comes from `--server-key-file`, else the `CCSD_SERVER_KEY` environment variable, else
 /// `server_key_file`. It is held as a `Secret` and never printed.
@@ -62,6 +69,21 @@ public struct Configuration: Sendable {
     public var ackTimeoutSeconds = 60.0
     /// Seconds a draining connection may stay open before ccsd closes it.
     public var drainTimeoutSeconds = 300.0
+    /// Seconds the streams get to close after a graceful stop before they are aborted.
+    public var closeTimeoutSeconds = 3.0
+    /// Seconds the streams get to close after a failure (authentication, events outlet, store).
+    public var failureCloseTimeoutSeconds = 1.0
+    /// The directory of the SQLite store, as the file or a flag set it; nil means the default
+    /// (`defaultStateDirectory(environment:)`), which `RunOptions.configuration(environment:)` fills in.
+    public var stateDirectory: String?
+    /// Which store keeps accepted messages.
+    public var store = StoreKind.sqlite
+    /// SQLite's `PRAGMA synchronous` for the store.
+    public var storeSynchronous = StoreSynchronous.full
+    /// Seconds a final message is kept so that a resubmitted message_id is answered with its stored outcome.
+    public var finalRetentionSeconds = 86_400.0
+    /// Seconds a journaled event is kept at most, whether or not a consumer acknowledged it.
+    public var eventsRetentionSeconds = 604_800.0
 
     public init() {}
 
@@ -69,6 +91,38 @@ public struct Configuration: Sendable {
     public var endpoints: [Endpoint] {
         if let secondaryEndpoint, secondaryEndpoint != primaryEndpoint { return [primaryEndpoint, secondaryEndpoint] }
         return [primaryEndpoint]
+    }
+
+    /// Which store keeps accepted messages (`--store`, `store`).
+    public enum StoreKind: String, Sendable, Equatable, CaseIterable {
+        /// SQLite in the state directory: what was accepted survives a restart.
+        case sqlite
+        /// In memory: nothing survives a restart (tests, benchmarks).
+        case memory
+    }
+
+    /// SQLite's `PRAGMA synchronous` (https://sqlite.org/pragma.html#pragma_synchronous) in WAL mode.
+    public enum StoreSynchronous: String, Sendable, Equatable, CaseIterable {
+        /// Every commit is synced: an `accepted` the submitter saw survives a power cut.
+        case full
+        /// Commits are synced at WAL checkpoints: they survive a crash of ccsd (kill -9), not a power cut.
+        case normal
+    }
+
+    /// The state directory when neither `--state-dir` nor `state_dir` set one: `$STATE_DIRECTORY` (systemd's
+    /// `StateDirectory=`; with several directories it is a colon-separated list, and the first is taken),
+    /// else `/var/lib/ccsd`.
+    public static func defaultStateDirectory(environment: [String: String]) -> String {
+        let first = environment["STATE_DIRECTORY"]?.split(separator: ":", omittingEmptySubsequences: true).first
+        return first.map(String.init) ?? "/var/lib/ccsd"
+    }
+
+    /// The lifecycle's bounds and mode.
+    public func lifecycleConfiguration(exitWhenDone: Bool) -> DaemonLifecycle.Configuration {
+        DaemonLifecycle.Configuration(
+            shutdownGrace: .seconds(shutdownGraceSeconds), closeTimeout: .seconds(closeTimeoutSeconds),
+            failureCloseTimeout: .seconds(failureCloseTimeoutSeconds), exitWhenDone: exitWhenDone,
+            durability: store == .sqlite ? .durable : .memory)
     }
 
     /// The pool settings for the dispatcher.
@@ -101,7 +155,9 @@ extension Configuration {
         "upstream_dedupe_seconds", "connect_timeout_seconds", "handshake_timeout_seconds", "login_timeout_seconds",
         "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes", "shutdown_grace_seconds",
         "ack_timeout_seconds", "drain_timeout_seconds", "refused_reconnect_initial_seconds",
-        "refused_reconnect_max_seconds", "healthy_connection_seconds",
+        "refused_reconnect_max_seconds", "healthy_connection_seconds", "close_timeout_seconds",
+        "failure_close_timeout_seconds", "state_dir", "store", "store_synchronous", "final_retention_seconds",
+        "events_retention_seconds",
     ]
 
     /// Reads a configuration file's JSON text over the defaults.
@@ -158,6 +214,13 @@ extension Configuration {
         case "refused_reconnect_initial_seconds": refusedReconnectBackoff.base = try Self.seconds(key, value)
         case "refused_reconnect_max_seconds": refusedReconnectBackoff.cap = try Self.seconds(key, value)
         case "healthy_connection_seconds": healthyConnectionSeconds = try Self.seconds(key, value)
+        case "close_timeout_seconds": closeTimeoutSeconds = try Self.seconds(key, value)
+        case "failure_close_timeout_seconds": failureCloseTimeoutSeconds = try Self.seconds(key, value)
+        case "state_dir": stateDirectory = try Self.string(key, value)
+        case "store": store = try Self.choice(key, value)
+        case "store_synchronous": storeSynchronous = try Self.choice(key, value)
+        case "final_retention_seconds": finalRetentionSeconds = try Self.seconds(key, value)
+        case "events_retention_seconds": eventsRetentionSeconds = try Self.seconds(key, value)
         default: throw ConfigurationError(field: key, rule: "unknown key")
         }
     }
@@ -264,6 +327,16 @@ extension Configuration {
             throw ConfigurationError(field: key, rule: "must be a number of seconds above 0, got \(describe(value))")
         }
         return number
+    }
+
+    /// One of the enum's raw values, e.g. `store`: `"sqlite"` or `"memory"`.
+    static func choice<Choice: RawRepresentable & CaseIterable>(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> Choice
+    where Choice.RawValue == String {
+        guard let text = value.stringValue, let choice = Choice(rawValue: text) else {
+            let names = Choice.allCases.map { "\"\($0.rawValue)\"" }.joined(separator: " or ")
+            throw ConfigurationError(field: key, rule: "must be \(names), got \(describe(value))")
+        }
+        return choice
     }
 
     static func endpoint(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> Endpoint {

@@ -12,6 +12,10 @@ public struct RunOptions: Sendable, Equatable {
     public var input = "-"
     public var events = "-"
     public var exitWhenDone = false
+    /// `--state-dir`: the SQLite store's directory.
+    public var stateDirectory: String?
+    /// `--store`: which store keeps accepted messages.
+    public var store: Configuration.StoreKind?
     public var logLevel = "info"
     /// `-h`/`--help` was given: print the usage and exit 0.
     public var help = false
@@ -21,7 +25,8 @@ public struct RunOptions: Sendable, Equatable {
     public static let usage = """
         usage: ccsd run [--config FILE] [--endpoint HOST:PORT]... [--ca-file FILE] [--sender-id ID]
                         [--server-key-file FILE] [--connections N] [--input FILE|-] [--events FILE|-]
-                        [--exit-when-done] [--log-level debug|info|warning|error]
+                        [--exit-when-done] [--state-dir DIR] [--store sqlite|memory]
+                        [--log-level debug|info|warning|error]
 
           --config FILE           JSON configuration (see config/ccsd.json); flags below override it
           --endpoint HOST:PORT    CCS endpoint; repeat for the secondary (the first is primary)
@@ -32,10 +37,18 @@ public struct RunOptions: Sendable, Equatable {
           --input FILE|-          downstream messages, one JSON object per line (default: stdin); a FIFO
                                   is read as producers come and go and never ends, but see --exit-when-done
           --events FILE|-         where events go, one JSON object per line (default: stdout)
-          --exit-when-done        exit 0 once the input has ended and every message is final (a FIFO ends
-                                  when no producer has it open any more)
+          --exit-when-done        exit 0 once the input has ended and every stored message is final, those
+                                  resumed from an earlier run included (a FIFO ends when no producer has it
+                                  open any more)
+          --state-dir DIR         where the store keeps accepted messages and events (DIR/ccsd.sqlite3);
+                                  default: $STATE_DIRECTORY (systemd's StateDirectory=), else /var/lib/ccsd
+          --store sqlite|memory   sqlite (default): accepted messages survive a restart and are resent;
+                                  memory: nothing survives a restart (tests, benchmarks)
           --log-level LEVEL       stderr log level (default: info; debug adds one line per message)
           -h, --help              this text
+
+        exit codes: 0 done or stopped by SIGTERM/SIGINT, 1 the input could not be read, 2 usage or
+        configuration, 3 authentication failed, 4 events could not be written, 5 the store failed
         """
 
     /// Parses the arguments after `run`.
@@ -72,6 +85,13 @@ public struct RunOptions: Sendable, Equatable {
             case "--input": options.input = try value(flag)
             case "--events": options.events = try value(flag)
             case "--exit-when-done": options.exitWhenDone = true
+            case "--state-dir": options.stateDirectory = try value(flag)
+            case "--store":
+                let text = try value(flag)
+                guard let store = Configuration.StoreKind(rawValue: text) else {
+                    throw ConfigurationError(field: flag, rule: "must be one of sqlite, memory, got \"\(text)\"")
+                }
+                options.store = store
             case "-h", "--help": options.help = true
             case "--log-level":
                 let text = try value(flag)
@@ -81,7 +101,7 @@ public struct RunOptions: Sendable, Equatable {
                 options.logLevel = text
             default:
                 let known = ["--config", "--endpoint", "--ca-file", "--sender-id", "--server-key-file", "--connections",
-                             "--input", "--events", "--exit-when-done", "--log-level"]
+                             "--input", "--events", "--exit-when-done", "--state-dir", "--store", "--log-level"]
                 let suggestion = EditDistance.suggestion(for: flag, among: known).map { " (did you mean \($0)?)" } ?? ""
                 throw ConfigurationError(field: flag, rule: "unknown option\(suggestion)")
             }
@@ -90,7 +110,8 @@ public struct RunOptions: Sendable, Equatable {
         return options
     }
 
-    /// The configuration file (if any) with these flags on top, and the server key loaded.
+    /// The configuration file (if any) with these flags on top, the state directory resolved (`--state-dir`,
+    /// else `state_dir`, else `$STATE_DIRECTORY`, else `/var/lib/ccsd`), and the server key loaded.
     /// - Throws: `ConfigurationError`.
     public func configuration(environment: [String: String]) throws(ConfigurationError) -> Configuration {
         var configuration = Configuration()
@@ -108,6 +129,9 @@ public struct RunOptions: Sendable, Equatable {
         if let caFile { configuration.caFile = caFile }
         if let senderID { configuration.senderID = senderID }
         if let connections { configuration.connections = connections }
+        if let store { configuration.store = store }
+        configuration.stateDirectory = stateDirectory ?? configuration.stateDirectory
+            ?? Configuration.defaultStateDirectory(environment: environment)
         try configuration.loadServerKey(flagFile: serverKeyFile, environment: environment)
         try configuration.validateForRun()
         if let caFile = configuration.caFile {

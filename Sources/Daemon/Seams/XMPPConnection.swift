@@ -1,0 +1,49 @@
+import CCS
+import XMLStream
+import XMPP
+
+/// One XMPP client connection as the daemon's driver sees it: the seam between the driver and
+/// `XMPPClient` (TLS on a socket), so the driver can be tested with a mock connection and no socket.
+///
+/// Confined to the daemon's loop: call it only from work running there.
+///
+/// **Re-entrancy rule** (the one rule of every delegate layer, as `TLSConnection` already follows it):
+/// a connection never calls its delegate inside a call the delegate made. Whatever a call causes (an end
+/// after `send` fails, `close`, `abort`) is reported on a later loop turn, so a driver may call
+/// `send`/`close`/`abort` while iterating its own state without being re-entered.
+public protocol XMPPConnection: AnyObject {
+    /// The owner's id for this connection (the dispatcher's connection id).
+    var connectionID: Int { get }
+    /// Connects and logs in; the delegate hears `connectionDidBecomeReady` or `connection(_:didEndWith:)`.
+    func start()
+    /// Queues one stanza's XML text (a downstream message or an ACK, ccs-protocol.md §2–§3).
+    /// - Returns: false when the stream is not open for stanzas (not logged in, closing, ended).
+    @discardableResult func send(raw text: String) -> Bool
+    /// Closes the stream politely (`</stream:stream>`, RFC 6120 §4.4), then TLS; ends with `.closedLocally`.
+    func close()
+    /// Drops the connection at once (no closing handshake); ends with `.closedLocally`.
+    func abort()
+}
+
+/// Receives an `XMPPConnection`'s events, on the daemon's loop, never inside a call the delegate made
+/// (see `XMPPConnection`).
+public protocol XMPPConnectionDelegate: AnyObject {
+    /// Login finished; `jid` is the bound full JID.
+    func connectionDidBecomeReady(_ connection: any XMPPConnection, jid: String)
+    /// A stanza arrived (traffic from the bind request on; may come before ready, see `XMPPClientDelegate`).
+    func connection(_ connection: any XMPPConnection, didReceive stanza: XMLElement)
+    /// Something that did not end the stream but is worth a log line. Default: nothing.
+    func connection(_ connection: any XMPPConnection, noticed error: XMPPError)
+    /// The connection ended; exactly once. `error.kind == .closedLocally` after `close()` or `abort()`.
+    func connection(_ connection: any XMPPConnection, didEndWith error: XMPPError)
+}
+
+extension XMPPConnectionDelegate {
+    public func connection(_ connection: any XMPPConnection, noticed error: XMPPError) {}
+}
+
+/// Makes connections for the driver: `XMPPClientFactory` in the daemon, a mock factory in tests.
+public protocol XMPPConnectionFactory: AnyObject {
+    /// A new, not yet started connection to `endpoint` whose events go to `delegate` (held weakly).
+    func makeConnection(id: Int, endpoint: Endpoint, delegate: any XMPPConnectionDelegate) -> any XMPPConnection
+}
