@@ -35,7 +35,7 @@ import Testing
         var h = Harness()
         h.apply(h.dispatcher.start(now: 0))
         h.accept("m-1")
-        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
+        h.receive(.control(controlType: .connectionDraining), on: 1)
         #expect(h.dispatcher.sessions[1]?.phase == .draining)
         #expect(h.opened.count == 2)
         #expect(h.opened.last?.connection == 2)

@@ -7,10 +7,14 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
 /// Transcripts through the pool state machine (ccs-protocol.md §3–5), no sockets, no sleeps.
 @Suite struct DispatcherTests {
 
-    /// A harness that keeps the dispatcher and remembers what it asked for.
+    /// A harness that keeps the dispatcher, plays the store and remembers what it was asked for. By default
+    /// the store answers at once: `.persist` with `persisted(.stored)` (and the `accepted` event), `.record`
+    /// with `recorded(through:)`. With `holdPersists` / `holdRecords` the requests wait in `heldPersists` /
+    /// `heldRecords` until `answerPersists` / `confirmRecords`, to test what waits for the store.
     struct Harness {
         var dispatcher: Dispatcher
         var now = 0.0
+        /// Events as journaled: `accepted` once stored, the others once their record is confirmed.
         var events: [DispatcherEvent] = []
         var sends: [(connection: Int, messageID: String)] = []
         var acks: [(connection: Int, to: String, messageID: String)] = []
@@ -18,6 +22,17 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         var closes: [Int] = []
         var aborts: [Int] = []
         var stops: [String] = []
+        var logs: [DispatcherLog] = []
+        var progress: [MessageRecord] = []
+        /// Every record request, confirmed or not, in order.
+        var requests: [RecordRequest] = []
+        /// The order of what crossed the store seam and the wire: `persist m`, `persisted m`, `record N event m`,
+        /// `recorded N`, `send C m`, `ack C m`.
+        var transcript: [String] = []
+        var holdPersists = false
+        var holdRecords = false
+        var heldPersists: [(record: MessageRecord, line: Int?)] = []
+        var heldRecords: [RecordRequest] = []
 
         init(connections: Int = 1, window: Int = 100, maxAttempts: Int = 5, endpoints: [Endpoint] = [primary, secondary],
              ackTimeout: Double = 60, reconnectBackoff: Backoff = Backoff(base: 1, cap: 60),
@@ -26,21 +41,80 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
                 configuration: DispatcherConfiguration(
                     endpoints: endpoints, connections: connections, window: window, maxAttempts: maxAttempts,
                     reconnectBackoff: reconnectBackoff, ackTimeout: ackTimeout,
-                    refusedReconnectBackoff: refusedReconnectBackoff, seed: 42),
-                store: InMemoryMessageStore())
+                    refusedReconnectBackoff: refusedReconnectBackoff, seed: 42))
         }
 
         mutating func apply(_ actions: [DispatcherAction]) {
+            var stored: [PersistResult] = []
+            var through: UInt64?
             for action in actions {
                 switch action {
                 case .open(let c, let e): opened.append((c, e))
-                case .send(let c, let r): sends.append((c, r.messageID))
-                case .ack(let c, let to, let id): acks.append((c, to, id))
+                case .send(let c, let r):
+                    sends.append((c, r.messageID))
+                    transcript.append("send \(c) \(r.messageID)")
+                case .ack(let c, let to, let id):
+                    acks.append((c, to, id))
+                    transcript.append("ack \(c) \(id)")
                 case .close(let c): closes.append(c)
                 case .abort(let c, _): aborts.append(c)
-                case .event(let e): events.append(e)
                 case .stop(let reason): stops.append(reason)
+                case .log(let log): logs.append(log)
+                case .saveProgress(let record): progress.append(record)
+                case .persist(let record, let line):
+                    transcript.append("persist \(record.messageID)")
+                    if holdPersists {
+                        heldPersists.append((record, line))
+                    } else {
+                        stored.append(PersistResult(messageID: record.messageID, line: line, outcome: .stored))
+                    }
+                case .record(let request):
+                    transcript.append("record \(request.id) \(Self.describe(request.event))")
+                    requests.append(request)
+                    heldRecords.append(request)
+                    if !holdRecords { through = request.id }
                 }
+            }
+            if !stored.isEmpty { answer(stored) }
+            if let through { confirmRecords(through: through) }
+        }
+
+        /// The store answers persist requests (`accepted` is journaled for the stored ones).
+        mutating func answer(_ results: [PersistResult]) {
+            for result in results {
+                transcript.append("persisted \(result.messageID)")
+                if result.outcome == .stored { events.append(.accepted(messageID: result.messageID)) }
+            }
+            apply(dispatcher.persisted(results, now: now))
+        }
+
+        /// Answers every held persist request with `outcome`.
+        mutating func answerPersists(_ outcome: PersistOutcome = .stored) {
+            let held = heldPersists
+            heldPersists.removeAll()
+            answer(held.map { PersistResult(messageID: $0.record.messageID, line: $0.line, outcome: outcome) })
+        }
+
+        /// The store committed every record up to `through` (default: all held ones).
+        mutating func confirmRecords(through: UInt64? = nil) {
+            guard let through = through ?? heldRecords.last?.id else { return }
+            let confirmed = heldRecords.prefix { $0.id <= through }
+            heldRecords.removeFirst(confirmed.count)
+            events += confirmed.map(\.event)
+            transcript.append("recorded \(through)")
+            apply(dispatcher.recorded(through: through, now: now))
+        }
+
+        static func describe(_ event: DispatcherEvent) -> String {
+            switch event {
+            case .accepted(let id): "accepted \(id)"
+            case .rejected(let id, _, _, _, let retryable, _): "rejected \(id ?? "-")\(retryable ? " retryable" : "")"
+            case .acked(let id, _, _, _): "acked \(id)"
+            case .nacked(let id, let error, _, let final, _, _): "nacked \(id) \(error)\(final ? " final" : "")"
+            case .expired(let id): "expired \(id)"
+            case .upstream(let upstream): "upstream \(upstream.messageID)"
+            case .receipt(let receipt): "receipt \(receipt.messageID)"
+            case .connection(let id, _, let state, _): "connection \(id) \(state.rawValue)"
             }
         }
 
@@ -50,10 +124,13 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
             for (id, _) in opened { apply(dispatcher.connectionReady(id, now: now)) }
         }
 
-        mutating func accept(_ id: String, to: String = "token-a", ttl: Int = 2_419_200) {
-            let record = MessageRecord(messageID: id, json: "{\"to\":\"\(to)\",\"message_id\":\"\(id)\"}", to: to,
-                                       rateKey: to, acceptedAt: now, timeToLive: ttl)
-            apply(dispatcher.accept(record, now: now))
+        static func record(_ id: String, to: String = "token-a", ttl: Int = 2_419_200, at now: Double) -> MessageRecord {
+            MessageRecord(messageID: id, json: "{\"to\":\"\(to)\",\"message_id\":\"\(id)\"}", to: to, rateKey: to,
+                          acceptedAt: now, acceptedAtUnixMillis: 1_790_000_000_000 + Int64(now * 1000), timeToLive: ttl)
+        }
+
+        mutating func accept(_ id: String, to: String = "token-a", ttl: Int = 2_419_200, line: Int? = nil) {
+            apply(dispatcher.submit([(Self.record(id, to: to, ttl: ttl, at: now), line)], now: now))
         }
 
         mutating func receive(_ message: InboundMessage, on connection: Int) {
@@ -65,7 +142,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         }
 
         mutating func nack(_ id: String, _ error: String, on connection: Int) {
-            receive(.nack(.init(messageID: id, from: "token-a", error: error)), on: connection)
+            receive(.nack(.init(messageID: id, from: "token-a", error: CCSErrorCode(rawValue: error))), on: connection)
         }
 
         mutating func advance(to time: Double) {
@@ -353,7 +430,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         h.startReady()
         h.advance(to: 10)  // a healthy connection: its replacement opens at once
         for i in 0..<5 { h.accept("m-\(i)") }
-        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
+        h.receive(.control(controlType: .connectionDraining), on: 1)
         #expect(h.dispatcher.sessions[1]?.phase == .draining)
         #expect(h.opened.last! == (2, secondary))
         // New messages wait for the replacement; the draining connection takes none.
@@ -371,13 +448,13 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         // No reconnect for the drained connection: its slot already has the replacement.
         #expect(h.opened.count == 2)
         // Drains and resends are not attempts.
-        #expect(h.dispatcher.store.record("m-1")?.attempts == 0)
+        #expect(h.dispatcher.record("m-1")?.attempts == 0)
     }
 
     @Test func drainingConnectionTheServerNeverClosesIsClosedAfterTheDrainTimeout() {
         var h = Harness()
         h.startReady()
-        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
+        h.receive(.control(controlType: .connectionDraining), on: 1)
         h.advance(to: 299)
         #expect(h.closes.isEmpty)
         h.advance(to: 300)
@@ -388,10 +465,10 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         var h = Harness()
         h.startReady()
         h.advance(to: 10)
-        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
+        h.receive(.control(controlType: .connectionDraining), on: 1)
         h.apply(h.dispatcher.connectionReady(2, now: h.now))
         h.advance(to: 20)
-        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 2)
+        h.receive(.control(controlType: .connectionDraining), on: 2)
         #expect(h.opened.map(\.endpoint) == [primary, secondary, primary])
     }
 
@@ -404,7 +481,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(h.dispatcher.sessions[first]?.phase == .draining)
         let other = first == 1 ? 2 : 1
         #expect(h.sends.last! == (other, "m-1"))
-        #expect(h.dispatcher.store.record("m-1")?.attempts == 0)
+        #expect(h.dispatcher.record("m-1")?.attempts == 0)
         #expect(!h.events.contains { if case .nacked = $0 { true } else { false } })
     }
 
@@ -412,7 +489,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         var h = Harness(endpoints: [primary])
         h.startReady()
         h.advance(to: 10)
-        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
+        h.receive(.control(controlType: .connectionDraining), on: 1)
         #expect(h.opened.map(\.endpoint) == [primary, primary])
     }
 
@@ -477,7 +554,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(h.finalEvents(for: "m-1").isEmpty)
         // Its id is still taken: a new m-1 would be resolved by the old copy's ack.
         h.accept("m-1", ttl: 600)
-        guard case .rejected(_, "message_id", _, _)? = h.events.last else {
+        guard case .rejected(_, "message_id", _, _, false, nil)? = h.events.last else {
             Issue.record("expected a rejection, got \(String(describing: h.events.last))")
             return
         }
@@ -533,7 +610,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(h.dispatcher.counters.ackTimeouts == 1)
         // Resent on the other connection at once, same id, not an attempt; the slot reconnects.
         #expect(h.sends.last! == (first == 1 ? 2 : 1, "m-1"))
-        #expect(h.dispatcher.store.record("m-1")?.attempts == 0)
+        #expect(h.dispatcher.record("m-1")?.attempts == 0)
         #expect(h.opened.count == 3)
         // An ack that arrived in time would have cancelled it.
         h.ack("m-1", on: first == 1 ? 2 : 1)
@@ -568,13 +645,13 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
 @Suite struct DispatcherMemoryTests {
     /// Acked messages must not leave their time_to_live timers behind for weeks.
     @Test func timersOfFinishedMessagesDoNotAccumulate() {
-        var dispatcher = Dispatcher(configuration: DispatcherConfiguration(endpoints: [primary], seed: 1), store: InMemoryMessageStore())
+        var dispatcher = Dispatcher(configuration: DispatcherConfiguration(endpoints: [primary], seed: 1))
         _ = dispatcher.start(now: 0)
         _ = dispatcher.connectionReady(1, now: 0)
         for i in 0..<50_000 {
             let id = "m-\(i)"
-            _ = dispatcher.accept(MessageRecord(messageID: id, json: "{}", to: "t", rateKey: "t", acceptedAt: 0, timeToLive: 2_419_200), now: 0)
-            _ = dispatcher.received(.ack(.init(messageID: id)), on: 1, now: 0)
+            _ = dispatcher.acceptAnswered(DispatcherTests.Harness.record(id, at: 0), now: 0)
+            _ = dispatcher.answering(dispatcher.received(.ack(.init(messageID: id)), on: 1, now: 0), now: 0)
         }
         #expect(dispatcher.outstanding == 0)
         #expect(dispatcher.timerCount <= 4097)
@@ -582,36 +659,62 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
 }
 
 @Suite struct DispatcherGracefulStopTests {
-    @Test func closedIntakeRejectsNewMessagesAndKeepsOutstandingOnes() {
-        var dispatcher = Dispatcher(configuration: DispatcherConfiguration(endpoints: [primary], seed: 1), store: InMemoryMessageStore())
-        _ = dispatcher.start(now: 0)
-        _ = dispatcher.connectionReady(1, now: 0)
-        _ = dispatcher.accept(MessageRecord(messageID: "a", json: "{}", to: "t", rateKey: "t", acceptedAt: 0, timeToLive: 60), now: 0)
-        dispatcher.closeIntake()
-        let refused = dispatcher.accept(MessageRecord(messageID: "b", json: "{}", to: "t", rateKey: "t", acceptedAt: 0, timeToLive: 60), now: 0, line: 7)
-        #expect(refused == [.event(.rejected(messageID: "b", field: "", error: "ccsd is shutting down; the message was not accepted", line: 7))])
-        #expect(dispatcher.outstanding == 1)
-        #expect(dispatcher.received(.ack(.init(messageID: "a")), on: 1, now: 1).contains(.event(.acked(messageID: "a", to: "t", canonicalRegistrationID: nil, group: nil))))
+    @Test func closedIntakeRejectsNewMessagesRetryableAndKeepsOutstandingOnes() {
+        var h = DispatcherTests.Harness()
+        h.startReady()
+        h.accept("a", ttl: 60)
+        h.dispatcher.closeIntake()
+        h.accept("b", ttl: 60, line: 7)
+        #expect(h.events.last == .rejected(messageID: "b", field: "", error: "ccsd is shutting down; the message was not accepted",
+                                          line: 7, retryable: true))
+        #expect(h.dispatcher.outstanding == 1)
+        h.ack("a", on: 1)
+        #expect(h.finalEvents(for: "a") == [.acked(messageID: "a", to: "token-a", canonicalRegistrationID: nil, group: nil)])
     }
 
     @Test func abandonedMessagesEndOnceAsShutdownSayingWhetherTheyWereSent() {
-        var dispatcher = Dispatcher(configuration: DispatcherConfiguration(endpoints: [primary], window: 1, seed: 1), store: InMemoryMessageStore())
-        _ = dispatcher.start(now: 0)
-        _ = dispatcher.connectionReady(1, now: 0)
-        for id in ["sent", "queued"] {
-            _ = dispatcher.accept(MessageRecord(messageID: id, json: "{}", to: "t", rateKey: "t", acceptedAt: 0, timeToLive: 60), now: 0)
-        }
-        let actions = dispatcher.abandonOutstanding()
-        #expect(actions.count == 2)
-        for case .event(.nacked(let id, let error, let description, let final, _, _)) in actions {
+        var h = DispatcherTests.Harness(window: 1)
+        h.startReady()
+        h.accept("sent", ttl: 60)
+        h.accept("queued", ttl: 60)
+        let before = h.events.count
+        h.apply(h.dispatcher.abandonOutstanding())
+        let abandoned = h.events[before...]
+        #expect(abandoned.count == 2)
+        for case .nacked(let id, let error, let description, let final, _, _) in abandoned {
             #expect(error == "SHUTDOWN")
             #expect(final)
             #expect(description?.contains(id == "sent" ? "may or may not" : "not delivered") == true)
         }
-        #expect(dispatcher.outstanding == 0)
-        #expect(dispatcher.abandonOutstanding().isEmpty)
+        #expect(h.dispatcher.outstanding == 0)
+        #expect(h.dispatcher.abandonOutstanding().isEmpty)
         // A late ack for the abandoned message changes nothing.
-        #expect(!dispatcher.received(.ack(.init(messageID: "sent")), on: 1, now: 1).contains { if case .event = $0 { true } else { false } })
+        h.ack("sent", on: 1)
+        #expect(h.events.count == before + 2)
+    }
+
+    /// A durable stop: intake closed without sending what is queued; messages in flight get their answers,
+    /// then the pool is quiescent and the rest stays (stored) for the restart. No SHUTDOWN nacks.
+    @Test func aDurableStopSendsNothingMoreAndBecomesQuiescentOnceTheWireIsAnswered() {
+        var h = DispatcherTests.Harness(window: 2)
+        h.startReady()
+        for id in ["m-1", "m-2", "m-3"] { h.accept(id) }
+        h.dispatcher.closeIntake(sendingQueued: false)
+        #expect(h.dispatcher.state == .intakeClosed(sendingQueued: false))
+        #expect(!h.dispatcher.isQuiescent)
+        h.ack("m-1", on: 1)
+        #expect(h.sends.map(\.messageID) == ["m-1", "m-2"], "m-3 went on the wire after intake closed")
+        #expect(!h.dispatcher.isQuiescent)
+        h.holdRecords = true
+        h.ack("m-2", on: 1)
+        #expect(!h.dispatcher.isQuiescent, "quiescent before the final event was recorded")
+        h.confirmRecords()
+        #expect(h.dispatcher.isQuiescent)
+        #expect(h.dispatcher.pending == 1)
+        h.apply(h.dispatcher.shutdown())
+        #expect(h.closes == [1])
+        #expect(!h.events.contains { if case .nacked = $0 { true } else { false } })
+        #expect(h.dispatcher.record("m-3") != nil)
     }
 }
 

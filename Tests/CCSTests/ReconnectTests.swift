@@ -86,7 +86,7 @@ private extension ReconnectPolicy.SlotState {
         h.advance(to: died + 2.41)
         #expect(h.opened.map(\.endpoint) == [primary, secondary, primary])
         // Lost connections are not attempts, whatever their age: the message waits for its answer.
-        #expect(h.dispatcher.store.record("m-1")?.attempts == 0)
+        #expect(h.dispatcher.record("m-1")?.attempts == 0)
     }
 
     @Test func theFirstDropAfterAHealthyConnectionReconnectsAtOnceAndClearsTheBackoff() {
@@ -173,7 +173,7 @@ private extension ReconnectPolicy.SlotState {
         #expect(opens.count < 30, "\(opens.count) attempts in 600 s")
         let sendsOfM1 = h.sends.filter { $0.messageID == "m-1" }.count
         #expect(sendsOfM1 <= opens.count)
-        #expect(h.dispatcher.store.record("m-1")?.sends == sendsOfM1)
+        #expect(h.dispatcher.record("m-1")?.sends == sendsOfM1)
     }
 
     /// The first young drain in a row opens its replacement at once (CCS moves clients by draining); a second
@@ -181,10 +181,10 @@ private extension ReconnectPolicy.SlotState {
     @Test func repeatedDrainsRightAfterLoginBackOff() {
         var h = Harness()
         h.startReady()
-        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 1)
+        h.receive(.control(controlType: .connectionDraining), on: 1)
         #expect(h.opened.map(\.endpoint) == [primary, secondary], "the first drain opens its replacement at once")
         h.apply(h.dispatcher.connectionReady(2, now: h.now))
-        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 2)
+        h.receive(.control(controlType: .connectionDraining), on: 2)
         #expect(h.opened.count == 2, "a second drain 0 s after login opened its replacement at once")
         h.advance(to: h.now + 0.79)
         #expect(h.opened.count == 2, "the backoff after a second young drain is at least 0.8 s")
@@ -193,7 +193,7 @@ private extension ReconnectPolicy.SlotState {
         // A drain after a healthy connection opens the replacement at once and clears the failures.
         h.apply(h.dispatcher.connectionReady(3, now: h.now))
         h.now += 10
-        h.receive(.control(controlType: "CONNECTION_DRAINING"), on: 3)
+        h.receive(.control(controlType: .connectionDraining), on: 3)
         #expect(h.opened.map(\.endpoint) == [primary, secondary, primary, secondary])
     }
 

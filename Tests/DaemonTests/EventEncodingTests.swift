@@ -27,6 +27,19 @@ import Testing
         #expect(fields["error"] == .string("SERVICE_UNAVAILABLE"))
     }
 
+    /// `retryable` appears only when true; `outcome` is the stored final event, written as an object.
+    @Test func rejectedCarriesRetryableAndTheStoredOutcome() throws {
+        let plain = try decode(.rejected(messageID: "m", field: "message_id", error: "dup", line: 2))
+        #expect(plain["retryable"] == nil)
+        #expect(plain["outcome"] == nil)
+        let retryable = try decode(.rejected(messageID: "m", field: "", error: "store", line: nil, retryable: true))
+        #expect(retryable["retryable"] == .bool(true))
+        let final = try decode(.rejected(messageID: "m", field: "message_id", error: "final", line: nil,
+                                         outcome: #"{"event":"acked","message_id":"m","to":"t"}"#))
+        #expect(final["outcome"]?["event"] == .string("acked"))
+        #expect(final["outcome"]?["to"] == .string("t"))
+    }
+
     @Test func upstreamDataIsWrittenBackExactly() throws {
         let data = JSONValue.object(["text": .string("<b>Tom & \"Jerry\"</b> ' 😀 ]]>\n\u{1}")])
         let fields = try decode(.upstream(.init(messageID: "u", from: "dev", category: "c", data: data, timeToLive: nil)))

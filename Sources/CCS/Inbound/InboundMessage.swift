@@ -9,8 +9,8 @@ public enum InboundMessage: Sendable, Equatable {
     case nack(Nack)
     /// A delivery receipt; ACK it with its full `dr2:` message_id (§3).
     case receipt(Receipt)
-    /// A control message; `controlType` is `CONNECTION_DRAINING` today (§5). It has no message_id.
-    case control(controlType: String)
+    /// A control message (§5): `.connectionDraining` today. It has no message_id.
+    case control(controlType: ControlType)
     /// An upstream message from a device (no message_type); ACK it on the same connection (§3).
     case upstream(Upstream)
     /// `<message type="error">`: CCS could not read a downstream message at all (§3).
@@ -42,15 +42,15 @@ public enum InboundMessage: Sendable, Equatable {
     public struct Nack: Sendable, Equatable {
         public var messageID: String
         public var from: String?
-        /// The CCS error code, e.g. `BAD_REGISTRATION` (§4).
-        public var error: String
+        /// The CCS error code, e.g. `.badRegistration` (§4).
+        public var error: CCSErrorCode
         public var errorDescription: String?
         /// Device-group nacks where every member failed.
         public var success: Int?
         public var failure: Int?
         public var failedRegistrationIDs: [String]?
 
-        public init(messageID: String, from: String? = nil, error: String, errorDescription: String? = nil, success: Int? = nil, failure: Int? = nil, failedRegistrationIDs: [String]? = nil) {
+        public init(messageID: String, from: String? = nil, error: CCSErrorCode, errorDescription: String? = nil, success: Int? = nil, failure: Int? = nil, failedRegistrationIDs: [String]? = nil) {
             self.messageID = messageID
             self.from = from
             self.error = error
@@ -239,7 +239,7 @@ extension InboundMessage {
             return .nack(Nack(
                 messageID: try string(object, "message_id"),
                 from: object["from"]?.stringValue,
-                error: object["error"]?.stringValue ?? "UNKNOWN",
+                error: object["error"]?.stringValue.map(CCSErrorCode.init(rawValue:)) ?? .unknown,
                 errorDescription: object["error_description"]?.stringValue,
                 success: object["success"]?.intValue.map(Int.init),
                 failure: object["failure"]?.intValue.map(Int.init),
@@ -255,7 +255,7 @@ extension InboundMessage {
                 category: object["category"]?.stringValue,
                 decodeError: decodeError, raw: raw))
         case "control":
-            return .control(controlType: object["control_type"]?.stringValue ?? "")
+            return .control(controlType: ControlType(rawValue: object["control_type"]?.stringValue ?? ""))
         case let other?:
             return .unknown(messageType: other, messageID: object["message_id"]?.stringValue)
         }
@@ -318,13 +318,13 @@ extension InboundMessage {
             }
             if messageType == "ack" { return .ack(Ack(messageID: messageID, from: from)) }
             return .nack(Nack(
-                messageID: messageID, from: from, error: JSONTokenScan.topLevelString("error", in: bytes) ?? "UNKNOWN",
+                messageID: messageID, from: from, error: JSONTokenScan.topLevelString("error", in: bytes).map(CCSErrorCode.init(rawValue:)) ?? .unknown,
                 errorDescription: JSONTokenScan.topLevelString("error_description", in: bytes)))
         case "control"?:
             guard let controlType = JSONTokenScan.topLevelString("control_type", in: bytes) else {
                 throw InboundParseError(field: error.field, rule: error.rule + "; no control_type recovered", messageID: nil)
             }
-            return .control(controlType: controlType)
+            return .control(controlType: ControlType(rawValue: controlType))
         default:
             throw InboundParseError(field: error.field, rule: error.rule, messageID: messageID)
         }

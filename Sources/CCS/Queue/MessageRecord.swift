@@ -10,8 +10,13 @@ public struct MessageRecord: Sendable, Equatable {
     public let to: String
     /// The key that RATE_EXCEEDED backs off: the token, or the topic / condition (§4).
     public let rateKey: String
-    /// When intake accepted it: seconds on the dispatcher's monotonic clock.
+    /// When intake accepted it: seconds on the dispatcher's monotonic clock. After a restart the driver
+    /// derives it from `acceptedAtUnixMillis` (now − (wall clock now − acceptedAtUnixMillis)), so the
+    /// time_to_live clock keeps running across the restart.
     public let acceptedAt: Double
+    /// When intake accepted it: milliseconds since 1970-01-01 UTC (wall clock). The time_to_live clock
+    /// across restarts; stored with the message.
+    public let acceptedAtUnixMillis: Int64
     /// Seconds; 0 = now or never (§3).
     public let timeToLive: Int
     /// Attempts that count toward the limit (a drain or a lost connection does not count).
@@ -21,13 +26,18 @@ public struct MessageRecord: Sendable, Equatable {
     /// The latest retryable error, for the final event when attempts run out.
     public var lastError: String?
 
-    public init(messageID: String, json: String, to: String, rateKey: String, acceptedAt: Double, timeToLive: Int) {
+    public init(messageID: String, json: String, to: String, rateKey: String, acceptedAt: Double, acceptedAtUnixMillis: Int64,
+                timeToLive: Int, attempts: Int = 0, sends: Int = 0, lastError: String? = nil) {
         self.messageID = messageID
         self.json = json
         self.to = to
         self.rateKey = rateKey
         self.acceptedAt = acceptedAt
+        self.acceptedAtUnixMillis = acceptedAtUnixMillis
         self.timeToLive = timeToLive
+        self.attempts = attempts
+        self.sends = sends
+        self.lastError = lastError
     }
 
     /// Grace in seconds for a `time_to_live: 0` message to get its one immediate try.
@@ -45,43 +55,4 @@ public struct MessageRecord: Sendable, Equatable {
     public var expiresAt: Double {
         acceptedAt + (timeToLive == 0 ? MessageRecord.zeroTTLGrace : Double(timeToLive))
     }
-}
-
-/// Where accepted downstream messages live until they are final: the seam for a durable store.
-///
-/// The in-memory store is the default; a later SQLite store (and a store shared by several ccsd hosts)
-/// implements the same calls. The dispatcher keeps its scheduling (ready order, retry times) in memory
-/// and rebuilds it from `all()` after a restart.
-public protocol MessageStore: Sendable {
-    /// Adds an accepted message. A message_id that is already stored is refused with `false`.
-    mutating func insert(_ record: MessageRecord) -> Bool
-    /// Replaces the stored copy (attempt counters changed).
-    mutating func update(_ record: MessageRecord)
-    /// Removes a message that reached its final outcome.
-    @discardableResult mutating func remove(_ messageID: String) -> MessageRecord?
-    func record(_ messageID: String) -> MessageRecord?
-    /// How many messages are not final.
-    var count: Int { get }
-}
-
-/// The default store: a dictionary. Nothing survives a restart.
-public struct InMemoryMessageStore: MessageStore {
-    private var records: [String: MessageRecord] = [:]
-
-    public init() {}
-
-    public mutating func insert(_ record: MessageRecord) -> Bool {
-        guard records[record.messageID] == nil else { return false }
-        records[record.messageID] = record
-        return true
-    }
-
-    public mutating func update(_ record: MessageRecord) { records[record.messageID] = record }
-
-    @discardableResult
-    public mutating func remove(_ messageID: String) -> MessageRecord? { records.removeValue(forKey: messageID) }
-
-    public func record(_ messageID: String) -> MessageRecord? { records[messageID] }
-
-    public var count: Int { records.count }
 }

@@ -1,3 +1,5 @@
+import CCS
+
 /// A rule that nacks downstream messages whose `to` starts with a prefix (ccs-protocol.md §4).
 ///
 /// Rules are tried in order; the first whose prefix matches decides. With `firstAttemptOnly` only the
@@ -8,11 +10,11 @@ public struct NackRule: Sendable, Equatable, CustomStringConvertible {
     /// Matched against the start of the downstream `to`.
     public var prefix: String
     /// The CCS error code written in the nack's `error`, e.g. `BAD_REGISTRATION`.
-    public var code: String
+    public var code: CCSErrorCode
     /// Nack only the first attempt of each message_id, ack the later ones.
     public var firstAttemptOnly: Bool
 
-    public init(prefix: String, code: String, firstAttemptOnly: Bool = false) {
+    public init(prefix: String, code: CCSErrorCode, firstAttemptOnly: Bool = false) {
         self.prefix = prefix
         self.code = code
         self.firstAttemptOnly = firstAttemptOnly
@@ -21,10 +23,10 @@ public struct NackRule: Sendable, Equatable, CustomStringConvertible {
     /// The default rules: `bad-` → BAD_REGISTRATION, `unreg-` → DEVICE_UNREGISTERED, `flaky-` →
     /// SERVICE_UNAVAILABLE once, `rate-` → DEVICE_MESSAGE_RATE_EXCEEDED once.
     public static let defaults: [NackRule] = [
-        NackRule(prefix: "bad-", code: "BAD_REGISTRATION"),
-        NackRule(prefix: "unreg-", code: "DEVICE_UNREGISTERED"),
-        NackRule(prefix: "flaky-", code: "SERVICE_UNAVAILABLE", firstAttemptOnly: true),
-        NackRule(prefix: "rate-", code: "DEVICE_MESSAGE_RATE_EXCEEDED", firstAttemptOnly: true),
+        NackRule(prefix: "bad-", code: .badRegistration),
+        NackRule(prefix: "unreg-", code: .deviceUnregistered),
+        NackRule(prefix: "flaky-", code: .serviceUnavailable, firstAttemptOnly: true),
+        NackRule(prefix: "rate-", code: .deviceMessageRateExceeded, firstAttemptOnly: true),
     ]
 
     /// Parses the command-line form `PREFIX=CODE` or `PREFIX=CODE:once`.
@@ -39,7 +41,7 @@ public struct NackRule: Sendable, Equatable, CustomStringConvertible {
             code.removeLast(":once".count)
         }
         guard !prefix.isEmpty, !code.isEmpty, !code.contains(":") else { return nil }
-        self.init(prefix: prefix, code: code, firstAttemptOnly: once)
+        self.init(prefix: prefix, code: CCSErrorCode(rawValue: code), firstAttemptOnly: once)
     }
 
     /// `PREFIX=CODE[:once]`.

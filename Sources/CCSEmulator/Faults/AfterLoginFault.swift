@@ -147,9 +147,9 @@ extension CCSEmulator {
         }
         if rejection != .stanzaError {
             let to = (try? JSONValue.parse(payload))?["to"]?.stringValue
-            counters.nacked["BAD_ACK", default: 0] += 1
+            counters.nacked[CCSErrorCode.badACK.rawValue, default: 0] += 1
             connection.write(ServerStanzas.message(json: DownstreamPolicy.nack(
-                messageID: messageID, from: to, code: "BAD_ACK", description: "Invalid ACK (emulated)")))
+                messageID: messageID, from: to, code: .badACK, description: "Invalid ACK (emulated)")))
         }
         return true
     }

@@ -13,7 +13,7 @@ public struct DownstreamPolicy: Sendable {
         /// Ack; `json` is the ack payload.
         case ack(json: String)
         /// Nack with `code`; `json` is the nack payload.
-        case nack(code: String, json: String)
+        case nack(code: CCSErrorCode, json: String)
 
         public var json: String {
             switch self {
@@ -36,7 +36,7 @@ public struct DownstreamPolicy: Sendable {
     /// The outcome of attempt number `attempt` (1 = first time this message_id arrived) of a message.
     public mutating func decide(messageID: String, target: String?, attempt: Int) -> Outcome {
         guard let target else {
-            return .nack(code: "INVALID_JSON", json: Self.nack(messageID: messageID, from: nil, code: "INVALID_JSON",
+            return .nack(code: .invalidJSON, json: Self.nack(messageID: messageID, from: nil, code: .invalidJSON,
                                                                description: "Missing Required Field: to"))
         }
         if let rule = rules.first(where: { target.hasPrefix($0.prefix) }) {
@@ -45,9 +45,9 @@ public struct DownstreamPolicy: Sendable {
                                                               description: Self.describe(rule.code, target)))
             }
         } else if nackRate > 0, Double.random(in: 0..<1, using: &random) < nackRate {
-            return .nack(code: "SERVICE_UNAVAILABLE", json: Self.nack(
-                messageID: messageID, from: target, code: "SERVICE_UNAVAILABLE",
-                description: Self.describe("SERVICE_UNAVAILABLE", target)))
+            return .nack(code: .serviceUnavailable, json: Self.nack(
+                messageID: messageID, from: target, code: .serviceUnavailable,
+                description: Self.describe(.serviceUnavailable, target)))
         }
         var ack = OrderedJSON()
         ack.add("from", target)
@@ -65,23 +65,23 @@ public struct DownstreamPolicy: Sendable {
     }
 
     /// `{"message_type":"nack","message_id":ID,"from":TO,"error":CODE,"error_description":"…"}` (§3).
-    public static func nack(messageID: String, from: String?, code: String, description: String) -> String {
+    public static func nack(messageID: String, from: String?, code: CCSErrorCode, description: String) -> String {
         var nack = OrderedJSON()
         nack.add("message_type", "nack")
         nack.add("message_id", messageID)
         if let from { nack.add("from", from) }
-        nack.add("error", code)
+        nack.add("error", code.rawValue)
         nack.add("error_description", description)
         return nack.text
     }
 
-    static func describe(_ code: String, _ target: String) -> String {
+    static func describe(_ code: CCSErrorCode, _ target: String) -> String {
         switch code {
-        case "BAD_REGISTRATION": "Invalid token on 'to' field: \(target)"
-        case "DEVICE_UNREGISTERED": "Device unregistered: \(target)"
-        case "SERVICE_UNAVAILABLE": "Service temporarily unavailable, please retry"
-        case "DEVICE_MESSAGE_RATE_EXCEEDED": "Too many messages for device \(target)"
-        case "CONNECTION_DRAINING": "Connection is draining, please resend on another connection"
+        case .badRegistration: "Invalid token on 'to' field: \(target)"
+        case .deviceUnregistered: "Device unregistered: \(target)"
+        case .serviceUnavailable: "Service temporarily unavailable, please retry"
+        case .deviceMessageRateExceeded: "Too many messages for device \(target)"
+        case .connectionDraining: "Connection is draining, please resend on another connection"
         default: "\(code) (emulated)"
         }
     }

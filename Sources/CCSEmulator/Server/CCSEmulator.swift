@@ -437,10 +437,10 @@ public final class CCSEmulator: @unchecked Sendable {
         }
         if connection.phase == .draining {
             seen[id] = entry
-            counters.nacked["CONNECTION_DRAINING", default: 0] += 1
+            counters.nacked[CCSErrorCode.connectionDraining.rawValue, default: 0] += 1
             connection.write(ServerStanzas.message(json: DownstreamPolicy.nack(
-                messageID: id, from: message.target, code: "CONNECTION_DRAINING",
-                description: DownstreamPolicy.describe("CONNECTION_DRAINING", message.target ?? ""))))
+                messageID: id, from: message.target, code: .connectionDraining,
+                description: DownstreamPolicy.describe(.connectionDraining, message.target ?? ""))))
             return
         }
         entry.attempts += 1
@@ -500,7 +500,7 @@ public final class CCSEmulator: @unchecked Sendable {
         connection.write(ServerStanzas.message(json: reply.outcome.json))
         switch reply.outcome {
         case .nack(let code, _):
-            counters.nacked[code, default: 0] += 1
+            counters.nacked[code.rawValue, default: 0] += 1
         case .ack:
             counters.acked += 1
             seen[reply.messageID]?.acked = true

@@ -3,7 +3,8 @@ import CCS
 extension DispatcherEvent {
     /// The event as one JSON object with an `event` field, keys in alphabetical order, then a newline.
     ///
-    /// Shapes: `accepted {message_id}`, `rejected {message_id?, field, error, line?}`,
+    /// Shapes: `accepted {message_id}`, `rejected {message_id?, field, error, line?, outcome?, retryable?}`
+    /// (`retryable` only when true; `outcome` the stored final event object of an already-final message_id),
     /// `acked {message_id, to, registration_id?, success?, failure?, failed_registration_ids?}`,
     /// `nacked {message_id, error, description, final, invalid_token, failed_registration_ids?}`,
     /// `expired {message_id}`, `upstream {message_id, from, category, data, decode_error?, raw?}`,
@@ -19,12 +20,14 @@ extension DispatcherEvent {
         case .accepted(let messageID):
             line.field("event", "accepted")
             line.field("message_id", messageID)
-        case .rejected(let messageID, let field, let error, let number):
+        case .rejected(let messageID, let field, let error, let number, let retryable, let outcome):
             line.field("error", error)
             line.field("event", "rejected")
             line.field("field", field)
             if let number { line.field("line", .int(Int64(number))) }
             if let messageID { line.field("message_id", messageID) }
+            if let outcome { line.field("outcome", (try? JSONValue.parse(outcome)) ?? .string(outcome)) }
+            if retryable { line.field("retryable", .bool(true)) }
         case .acked(let messageID, let to, let canonical, let group):
             line.field("event", "acked")
             if let group {

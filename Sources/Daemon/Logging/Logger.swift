@@ -31,6 +31,16 @@ public final class Logger: Sendable {
     public func error(_ message: String, _ metadata: KeyValuePairs<String, String> = [:]) { log(.error, message, metadata) }
 
     public func log(_ level: Level, _ message: String, _ metadata: KeyValuePairs<String, String>) {
+        emit(level, message, metadata)
+    }
+
+    /// The same with metadata built at run time (e.g. a `DispatcherLog`'s), in order.
+    public func log(_ level: Level, _ message: String, fields: [(key: String, value: String)]) {
+        emit(level, message, fields)
+    }
+
+    private func emit<Metadata: Sequence>(_ level: Level, _ message: String, _ metadata: Metadata)
+    where Metadata.Element == (key: String, value: String) {
         guard level >= minimum else { return }
         var line = "\(Logger.timestamp()) level=\(level) msg="
         Logger.appendValue(message, to: &line)

@@ -43,7 +43,7 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         self.loop = loop
         self.exitWhenDone = exitWhenDone
         self.onExit = onExit
-        self.dispatcher = Dispatcher(configuration: configuration.dispatcherConfiguration, store: InMemoryMessageStore())
+        self.dispatcher = Dispatcher(configuration: configuration.dispatcherConfiguration)
         self.tlsConfiguration = TLSClientConfiguration(
             caFile: configuration.caFile, connectTimeout: configuration.connectTimeoutSeconds,
             handshakeTimeout: configuration.handshakeTimeoutSeconds)
@@ -74,20 +74,28 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
     public func submit(_ items: [IntakeItem], resume: @escaping () -> Void) {
         loop.preconditionInEventLoop()
         let now = now()
+        let unixMillis = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+        // Runs of valid messages go to the dispatcher as one batch; events keep the input order.
+        var batch: [(record: MessageRecord, line: Int?)] = []
         for item in items {
             switch item {
             case .message(let message, let line):
                 let key = message.targetKey
                 let record = MessageRecord(
                     messageID: message.messageID!, json: message.jsonString(), to: key, rateKey: key,
-                    acceptedAt: now, timeToLive: message.effectiveTimeToLive)
-                perform(dispatcher.accept(record, now: now, line: line), flush: false)
+                    acceptedAt: now, acceptedAtUnixMillis: unixMillis, timeToLive: message.effectiveTimeToLive)
+                batch.append((record, line))
             case .invalid(let line, let messageID, let error):
+                if !batch.isEmpty {
+                    perform(dispatcher.submit(batch, now: now))
+                    batch.removeAll()
+                }
                 // The event has the precise error (value shortened) for the app; the log line carries no value.
                 emit(.rejected(messageID: messageID, field: error.field, error: error.description, line: line),
                      loggedError: error.logDescription)
             }
         }
+        if !batch.isEmpty { perform(dispatcher.submit(batch, now: now)) }
         if !outlet.flush() { outletFailed() }
         if dispatcher.outstanding < Self.intakeHighWater || dispatcher.stopReason != nil {
             resume()
@@ -167,7 +175,12 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
 
     // MARK: Actions
 
-    private func perform(_ actions: [DispatcherAction], flush: Bool = true) {
+    /// Performs the dispatcher's actions. The store is played in memory for now: a `.persist` is stored at
+    /// once (its `accepted` line written), and a `.record` is its event line, confirmed to the dispatcher
+    /// once the outlet is flushed, so an upstream or receipt ACK never goes out before its event (§3).
+    private func perform(_ actions: [DispatcherAction]) {
+        var stored: [PersistResult] = []
+        var recordedThrough: UInt64?
         for action in actions {
             switch action {
             case .open(let id, let endpoint):
@@ -175,19 +188,23 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
             case .send(let id, let record):
                 clients[id]?.send(raw: CCSStanza.downstream(messageID: record.messageID, json: record.json))
             case .ack(let id, let to, let messageID):
-                // Hand over first, then ACK (§3). If the event could not be written, no ACK: CCS redelivers.
-                guard outlet.flush() else {
-                    outletFailed()
-                    continue
-                }
+                // Released by `recorded(through:)`: its event is already flushed to the outlet.
                 clients[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
+            case .persist(let record, let line):
+                emit(.accepted(messageID: record.messageID))
+                stored.append(PersistResult(messageID: record.messageID, line: line, outcome: .stored))
+            case .record(let request):
+                emit(request.event)
+                recordedThrough = request.id
+            case .saveProgress:
+                break  // nothing survives a restart in memory
+            case .log(let log):
+                logger.log(Self.level(log.level), log.message, fields: log.metadata)
             case .abort(let id, let reason):
                 logger.warning("connection unresponsive; dropping it and resending its messages", ["connection": "\(id)", "reason": reason])
                 clients[id]?.abort()
             case .close(let id):
                 clients[id]?.close()
-            case .event(let event):
-                emit(event)
             case .stop(let reason):
                 logger.error("authentication failed; stopping: check sender_id and the server key",
                              ["sender_id": configuration.senderID, "jid": "\(configuration.senderID)@\(configuration.jidDomain)", "error": reason])
@@ -197,7 +214,14 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
                 _ = loop.schedule(after: 0) { [weak self] in self?.exitAfterStop() }
             }
         }
-        if flush, !outlet.flush() { outletFailed() }
+        if !stored.isEmpty { perform(dispatcher.persisted(stored, now: now())) }
+        // Hand over first, then ACK (§3): the dispatcher releases ACKs only once their events are flushed.
+        // If they could not be written, no ACK: CCS redelivers.
+        if !outlet.flush() {
+            outletFailed()
+        } else if let recordedThrough {
+            perform(dispatcher.recorded(through: recordedThrough, now: now()))
+        }
         if let resume = intakeResume, dispatcher.outstanding < Self.intakeHighWater / 2 {
             intakeResume = nil
             resume()
@@ -230,9 +254,10 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         case .connection(let id, let endpoint, let state, let reason):
             let level: Logger.Level = state == .closed && reason != nil && !closing ? .warning : .info
             logger.log(level, "connection \(state.rawValue)", ["connection": "\(id)", "endpoint": endpoint.description, "reason": reason ?? ""])
-        case .rejected(let messageID, let field, let error, let line):
+        case .rejected(let messageID, let field, let error, let line, let retryable, _):
             logger.warning("message rejected", ["line": line.map { "\($0)" } ?? "", "message_id": messageID ?? "",
-                                                "field": ValidationError.logSafeField(field), "error": loggedError ?? error])
+                                                "field": ValidationError.logSafeField(field), "error": loggedError ?? error,
+                                                "retryable": retryable ? "true" : "false"])
         case .nacked(let messageID, let error, _, true, _, _):
             logger.info("message failed", ["message_id": messageID, "error": error])
         case .expired(let messageID):
@@ -252,6 +277,15 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
             if logger.isEnabled(.debug) { logger.debug("upstream", ["message_id": upstream.messageID, "from": shortenedToken(upstream.from)]) }
         case .receipt(let receipt):
             logger.debug("receipt", ["message_id": receipt.messageID])
+        }
+    }
+
+    private static func level(_ level: DispatcherLog.Level) -> Logger.Level {
+        switch level {
+        case .debug: .debug
+        case .info: .info
+        case .warning: .warning
+        case .error: .error
         }
     }
 
@@ -303,44 +337,8 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
             return
         }
         guard let message else { return }
-        switch message {
-        case .unknown(let type, let messageID):
-            logger.warning("unknown message_type ignored", ["connection": "\(client.tag)", "message_type": type, "message_id": messageID ?? ""])
-        case .control(let type) where type != "CONNECTION_DRAINING":
-            logger.warning("unknown control_type ignored", ["connection": "\(client.tag)", "control_type": type])
-        case .nack(let nack):
-            logger.info("nack", ["connection": "\(client.tag)", "message_id": nack.messageID, "error": nack.error,
-                                 "to": nack.from.map(shortenedToken) ?? ""])
-        default:
-            break
-        }
-        let unmatchedBefore = dispatcher.counters.unmatchedResolutions
-        let ackErrorsBefore = dispatcher.counters.ackErrors
+        // The dispatcher says what to log (`.log` actions).
         perform(dispatcher.received(message, on: client.tag, now: now()))
-        if dispatcher.counters.unmatchedResolutions != unmatchedBefore {
-            logger.warning("ack or nack for a message not in flight on this connection; ignored", ["connection": "\(client.tag)"])
-        }
-        if dispatcher.counters.ackErrors != ackErrorsBefore {
-            // About an ACK ccsd sent: no downstream message is touched; CCS may redeliver the upstream one.
-            var upstreamID = "", error = ""
-            switch message {
-            case .nack(let nack): (upstreamID, error) = (nack.messageID, nack.error)
-            case .stanzaError(let stanzaError): (upstreamID, error) = (stanzaError.messageID ?? stanzaError.id ?? "", stanzaError.condition)
-            default: break
-            }
-            logger.warning("the server rejected an ACK ccsd sent; no downstream message is affected",
-                           ["connection": "\(client.tag)", "message_id": upstreamID, "error": error,
-                            "ack_errors": "\(dispatcher.counters.ackErrors)"])
-        }
-    }
-
-    /// What to check for a refusal condition (RFC 6120 §4.9.3).
-    static func refusalHint(_ condition: String) -> String {
-        switch condition {
-        case "host-unknown", "improper-addressing": "jid_domain and the endpoint host"
-        case "not-authorized": "sender_id, the server key and the project's CCS access"
-        default: "the endpoint: it does not speak XMPP as CCS does"
-        }
     }
 
     public func xmppClient(_ client: XMPPClient, noticed error: XMPPError) {
@@ -359,12 +357,7 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
             } else if error.isConfigurationError {
                 end = .authenticationFailed(reason: error.description)
             } else if let condition = error.unhealableCondition {
-                end = .refused(condition: condition, reason: error.description)
-                let backoff = configuration.dispatcherConfiguration.refusedReconnectBackoff
-                logger.error("the server refused the stream with a condition reconnecting cannot fix; backing off",
-                             ["connection": "\(id)", "condition": condition, "error": error.description,
-                              "next_attempt_seconds": "\(Int(backoff.base * (1 - backoff.jitter)))–\(Int(backoff.cap))",
-                              "check": Self.refusalHint(condition)])
+                end = .refused(condition: condition, reason: error.description)  // the dispatcher logs it
             } else {
                 end = .lost(reason: error.description)
             }

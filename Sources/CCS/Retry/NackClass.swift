@@ -17,17 +17,17 @@ public enum NackClass: Sendable, Equatable {
     case connectionDraining
 
     /// Classifies a CCS error code. Unknown codes are treated as INTERNAL_SERVER_ERROR.
-    public init(code: String) {
+    public init(code: CCSErrorCode) {
         switch code {
-        case "BAD_REGISTRATION", "DEVICE_UNREGISTERED", "SENDER_ID_MISMATCH":
+        case .badRegistration, .deviceUnregistered, .senderIDMismatch:
             self = .invalidToken
-        case "INVALID_JSON", "INVALID_APNS_CREDENTIAL", "AUTHENTICATION_FAILED":
+        case .invalidJSON, .invalidAPNSCredential, .authenticationFailed:
             self = .permanent
-        case "BAD_ACK":
+        case .badACK:
             self = .aboutAck
-        case "DEVICE_MESSAGE_RATE_EXCEEDED", "TOPICS_MESSAGE_RATE_EXCEEDED":
+        case .deviceMessageRateExceeded, .topicsMessageRateExceeded:
             self = .rateLimited
-        case "CONNECTION_DRAINING":
+        case .connectionDraining:
             self = .connectionDraining
         default:
             self = .transient

@@ -1,0 +1,122 @@
+/// Connection slots, draining and reconnects (ccs-protocol.md §5, `ReconnectPolicy`).
+extension Dispatcher {
+    /// Connection `id` ended. What was in flight on it is resent elsewhere with the same message_id (a lost
+    /// connection is never an attempt), and its slot reconnects per `ReconnectPolicy`: at once after a healthy
+    /// connection, after the reconnect backoff after a failed or short-lived one, after the long refusal
+    /// backoff for `.refused`. ACKs still waiting for their record are not sent on it any more.
+    public mutating func connectionEnded(_ id: Int, _ end: ConnectionEnd, now: Double) -> [DispatcherAction] {
+        guard let session = sessions.removeValue(forKey: id) else { return [] }
+        var actions: [DispatcherAction] = []
+        let reason: String? = switch end {
+        case .lost(let reason), .authenticationFailed(let reason), .refused(_, let reason): reason
+        case .closedLocally: nil
+        }
+        record(.connection(id: id, endpoint: session.endpoint, state: .closed, reason: reason), actions: &actions)
+        for messageID in session.inFlight.sorted() where places[messageID] == .inFlight(id) {
+            requeueForResend(messageID, now: now, actions: &actions)
+        }
+        if case .authenticationFailed(let reason) = end {
+            stop(reason: reason, actions: &actions)
+            return actions
+        }
+        if let slotIndex = slotOfConnection.removeValue(forKey: id), !isClosing {
+            slots[slotIndex].connection = nil
+            let ending: ReconnectPolicy.Ending
+            if case .refused = end {
+                ending = .refused
+            } else if let readyAt = session.readyAt {
+                ending = .droppedAfter(seconds: now - readyAt)
+            } else {
+                ending = .neverLoggedIn
+            }
+            let delay = reconnect(slot: slotIndex, after: ending, now: now, actions: &actions)
+            if case .refused(let condition, let reason) = end {
+                actions.append(.log(DispatcherLog(.error, "the server refused the stream with a condition reconnecting cannot fix; backing off", [
+                    ("connection", "\(id)"), ("condition", condition), ("error", reason),
+                    ("next_attempt_seconds", "\(Int(delay.rounded(.up)))"), ("check", ConnectionEnd.refusalHint(condition))])))
+            }
+        }
+        pump(now: now, actions: &actions)
+        return actions
+    }
+
+    /// Resolves `messageID` in flight on connection `id`; false (counted and logged) when it is not.
+    mutating func resolve(_ messageID: String, on id: Int, now: Double, actions: inout [DispatcherAction]) -> Bool {
+        // Mutated in place: copying the session out would copy its in-flight table on every ack.
+        guard sessions[id]?.resolve(messageID, now: now) == true else {
+            unmatched(messageID: messageID, on: id, actions: &actions)
+            return false
+        }
+        return true
+    }
+
+    mutating func drain(_ id: Int, now: Double, actions: inout [DispatcherAction]) {
+        guard var session = sessions[id], session.startDraining() else { return }
+        sessions[id] = session
+        timers.schedule(at: now + configuration.drainTimeout, .drainDeadline(connection: id))
+        counters.drains += 1
+        record(.connection(id: id, endpoint: session.endpoint, state: .draining, reason: nil), actions: &actions)
+        // The draining connection leaves its slot; a replacement opens on the other endpoint (§5): at once
+        // after a healthy connection or after the first young drain in a row, else after the backoff (a
+        // server that drains every login is failing).
+        guard let slotIndex = slotOfConnection.removeValue(forKey: id), !isClosing else { return }
+        slots[slotIndex].connection = nil
+        let drained = configuration.endpoints.firstIndex(of: session.endpoint) ?? slots[slotIndex].endpointIndex
+        slots[slotIndex].endpointIndex = drained
+        reconnect(slot: slotIndex, after: .drainedAfter(seconds: now - (session.readyAt ?? now)), now: now, actions: &actions)
+    }
+
+    /// Opens the slot's next connection at once or after the backoff, per `ReconnectPolicy`; returns the delay.
+    @discardableResult
+    mutating func reconnect(
+        slot index: Int, after ending: ReconnectPolicy.Ending, now: Double, actions: inout [DispatcherAction]
+    ) -> Double {
+        let decision = configuration.reconnectPolicy.next(after: ending, state: &slots[index].reconnect, using: &random)
+        if decision.switchEndpoint {
+            slots[index].endpointIndex = (slots[index].endpointIndex + 1) % configuration.endpoints.count
+        }
+        if ending == .refused {
+            counters.refusedConnections += 1
+        } else if decision.delay > 0 {
+            counters.failedConnections += 1
+        }
+        if decision.delay <= 0 {
+            counters.reconnects += 1
+            open(slot: index, actions: &actions)
+        } else {
+            timers.schedule(at: now + decision.delay, .reconnect(slot: index))
+        }
+        return max(0, decision.delay)
+    }
+
+    /// Opens a connection for a slot; every open but the first ones is reported as `reconnecting`.
+    mutating func open(slot index: Int, initial: Bool = false, actions: inout [DispatcherAction]) {
+        let id = nextConnectionID
+        nextConnectionID += 1
+        let endpoint = configuration.endpoints[slots[index].endpointIndex]
+        slots[index].connection = id
+        slotOfConnection[id] = index
+        sessions[id] = CCSSession(id: id, endpoint: endpoint, windowCapacity: configuration.window)
+        if !initial {
+            record(.connection(id: id, endpoint: endpoint, state: .reconnecting, reason: nil), actions: &actions)
+        }
+        actions.append(.open(connection: id, endpoint: endpoint))
+    }
+
+    /// Unresponsive: nothing resolved on the connection for `ackTimeout` while this message waited that
+    /// long, or this one message waited four times as long. A connection still resolving others (say,
+    /// after ccsd itself was slow to read) gets more time.
+    mutating func ackTimeout(_ messageID: String, on connection: Int, now: Double, actions: inout [DispatcherAction]) {
+        guard let session = sessions[connection], let sentAt = session.sentAt[messageID] else { return }
+        let silentFor = now - session.lastResolutionAt
+        if silentFor < configuration.ackTimeout, now - sentAt < 4 * configuration.ackTimeout {
+            let next = min(session.lastResolutionAt + configuration.ackTimeout, sentAt + 4 * configuration.ackTimeout)
+            timers.schedule(at: next, .ackTimeout(messageID, connection: connection))
+            return
+        }
+        let reason = "no ack or nack for \(messageID) after \(Int(now - sentAt)) s"
+        counters.ackTimeouts += 1
+        actions.append(.abort(connection: connection, reason: reason))
+        actions += connectionEnded(connection, .lost(reason: reason), now: now)
+    }
+}

@@ -1,0 +1,233 @@
+/// The two-phase hand-over with the store (issue 8): the dispatcher asks with `.persist` and `.record`
+/// and is told with `persisted` and `recorded(through:)`; it never calls a store itself.
+extension Dispatcher {
+    /// The rejection of a message_id that is already live.
+    public static let duplicateError = "message_id: must be unique among outstanding messages (got a duplicate)"
+    /// The rejection of a message_id that is already final (its stored outcome rides along).
+    public static let duplicateFinalError = "message_id: already final (got a duplicate); its stored final event is in outcome"
+
+    // MARK: Intake
+
+    /// Takes validated messages (in input order; `line` is echoed in a rejection). Each new one goes into
+    /// the live set as persisting (its message_id taken from now on) and out as `.persist`; it is reported
+    /// accepted, and queued, only by `persisted`. Refused at once with a `.record` of `rejected`: a
+    /// message_id already live (persisting, outstanding or finalizing), and every message while intake is
+    /// closed (retryable), the store is unavailable (retryable), or the pool stopped.
+    public mutating func submit(_ submissions: [(record: MessageRecord, line: Int?)], now: Double) -> [DispatcherAction] {
+        var actions: [DispatcherAction] = []
+        for (record, line) in submissions {
+            if let (error, retryable) = intakeRefusal {
+                reject(record.messageID, field: "", error: error, line: line, retryable: retryable, actions: &actions)
+                continue
+            }
+            // A message stays live until its final event is recorded, so its id cannot be reused and a late
+            // ack can never resolve a new message (abandoning at shutdown closes intake first).
+            guard places[record.messageID] == nil else {
+                reject(record.messageID, field: "message_id", error: Self.duplicateError, line: line, actions: &actions)
+                continue
+            }
+            live[record.messageID] = record
+            places[record.messageID] = .persisting(line: line)
+            persisting += 1
+            actions.append(.persist(record, line: line))
+        }
+        return actions
+    }
+
+    /// Why intake refuses every message now, and whether the submitter may try again later; nil when it takes them.
+    var intakeRefusal: (error: String, retryable: Bool)? {
+        switch state {
+        case .stopped(let reason): return ("ccsd stopped: \(reason)", false)
+        case .intakeClosed, .shuttingDown: return ("ccsd is shutting down; the message was not accepted", true)
+        case .running: break
+        }
+        if let storeUnavailableReason {
+            return ("ccsd cannot store messages right now (\(storeUnavailableReason)); the message was not accepted", true)
+        }
+        return nil
+    }
+
+    /// The store answered `.persist` requests (any subset, any order). `stored`: accepted (the store
+    /// journaled `accepted`), queued and sent as the windows allow. `duplicateLive`, `duplicateFinal`
+    /// (with its stored outcome) and `failed` (retryable): rejected, and the message_id is free again.
+    /// Results for message_ids not persisting are ignored.
+    public mutating func persisted(_ results: [PersistResult], now: Double) -> [DispatcherAction] {
+        var actions: [DispatcherAction] = []
+        for result in results {
+            let messageID = result.messageID
+            guard case .persisting(let line)? = places[messageID], let record = live[messageID] else { continue }
+            persisting -= 1
+            switch result.outcome {
+            case .stored:
+                enqueueAccepted(record)
+                if case .stopped(let reason) = state {
+                    abandonForStop(messageID, reason: reason, actions: &actions)
+                }
+            case .duplicateLive:
+                forget(messageID)
+                reject(messageID, field: "message_id", error: Self.duplicateError, line: line, actions: &actions)
+            case .duplicateFinal(let outcome):
+                forget(messageID)
+                reject(messageID, field: "message_id", error: Self.duplicateFinalError, line: line, outcome: outcome, actions: &actions)
+            case .failed(let reason):
+                forget(messageID)
+                reject(messageID, field: "", error: "ccsd could not store the message (\(reason)); the message was not accepted",
+                       line: line, retryable: true, actions: &actions)
+            }
+        }
+        compactTimersIfNeeded()
+        pump(now: now, actions: &actions)
+        return actions
+    }
+
+    /// The store cannot take messages (full disk, a locked database): intake rejects every message with a
+    /// retryable error until `storeAvailable()`. Nothing live is dropped.
+    public mutating func storeUnavailable(reason: String) {
+        storeUnavailableReason = reason
+    }
+
+    /// The store takes messages again.
+    public mutating func storeAvailable() {
+        storeUnavailableReason = nil
+    }
+
+    // MARK: Records
+
+    /// The store committed every record request up to `id` (commits complete in order). Releases what
+    /// waited: the ACK of each upstream message or receipt handed over, on the connection it came on if
+    /// that is still open (else none: CCS redelivers, and the redelivery is ACKed as a duplicate); and each
+    /// final message leaves the live set. Ids at or below an earlier call, or above the last one handed
+    /// out, change nothing.
+    public mutating func recorded(through id: UInt64, now: Double) -> [DispatcherAction] {
+        let through = min(id, lastRecordID)
+        guard through > lastRecordedID else { return [] }
+        lastRecordedID = through
+        var actions: [DispatcherAction] = []
+        while pendingReleasesHead < pendingReleases.count, pendingReleases[pendingReleasesHead].id <= through {
+            let release = pendingReleases[pendingReleasesHead].release
+            pendingReleasesHead += 1
+            switch release {
+            case .handOver(let messageID, let connection, let to):
+                if handOverPending[messageID] != nil, handOverPending[messageID]! <= through { handOverPending[messageID] = nil }
+                releaseAck(messageID: messageID, connection: connection, to: to, actions: &actions)
+            case .ack(let messageID, let connection, let to):
+                releaseAck(messageID: messageID, connection: connection, to: to, actions: &actions)
+            case .finalize(let messageID):
+                if places[messageID] == .finalizing {
+                    places[messageID] = nil
+                    live[messageID] = nil
+                    finalizing -= 1
+                }
+            }
+        }
+        if pendingReleasesHead == pendingReleases.count {
+            pendingReleases.removeAll(keepingCapacity: true)
+            pendingReleasesHead = 0
+        } else if pendingReleasesHead > 1024, pendingReleasesHead * 2 > pendingReleases.count {
+            pendingReleases.removeFirst(pendingReleasesHead)
+            pendingReleasesHead = 0
+        }
+        return actions
+    }
+
+    private mutating func releaseAck(messageID: String, connection: Int, to: String, actions: inout [DispatcherAction]) {
+        if sessions[connection] != nil {
+            actions.append(.ack(connection: connection, to: to, messageID: messageID))
+        } else {
+            counters.acksDropped += 1
+            actions.append(.log(DispatcherLog(.debug, "ACK not sent: the connection ended before the hand-over was recorded; CCS redelivers", [
+                ("connection", "\(connection)"), ("message_id", messageID)])))
+        }
+    }
+
+    /// Asks for `event` to be journaled; returns its record id.
+    @discardableResult
+    mutating func record(_ event: DispatcherEvent, finalMessageID: String? = nil, handedOverMessageID: String? = nil,
+                         actions: inout [DispatcherAction]) -> UInt64 {
+        lastRecordID += 1
+        actions.append(.record(RecordRequest(id: lastRecordID, event: event, finalMessageID: finalMessageID,
+                                             handedOverMessageID: handedOverMessageID)))
+        return lastRecordID
+    }
+
+    mutating func reject(_ messageID: String?, field: String, error: String, line: Int?, retryable: Bool = false,
+                         outcome: String? = nil, actions: inout [DispatcherAction]) {
+        counters.rejected += 1
+        record(.rejected(messageID: messageID, field: field, error: error, line: line, retryable: retryable, outcome: outcome),
+               actions: &actions)
+    }
+
+    /// An upstream message or receipt: handed over once (a redelivery within the dedupe window is not), then
+    /// ACKed on the connection it came on, either way, once the hand-over is recorded (ccs-protocol.md §3).
+    /// A redelivery of one whose hand-over is still unrecorded waits for that record too. Returns true when
+    /// it was new.
+    mutating func handOver(
+        _ messageID: String, from: String, _ event: DispatcherEvent, on id: Int, now: Double,
+        actions: inout [DispatcherAction]
+    ) -> Bool {
+        if dedupe.firstSighting(of: messageID, now: now) {
+            let recordID = record(event, handedOverMessageID: messageID, actions: &actions)
+            handOverPending[messageID] = recordID
+            pendingReleases.append((recordID, .handOver(messageID: messageID, connection: id, to: from)))
+            return true
+        }
+        counters.upstreamDuplicates += 1
+        if handOverPending[messageID] != nil {
+            // Behind the latest record (at or after the first sighting's), so ids stay in order.
+            pendingReleases.append((lastRecordID, .ack(messageID: messageID, connection: id, to: from)))
+        } else {
+            actions.append(.ack(connection: id, to: from, messageID: messageID))
+        }
+        return false
+    }
+
+    /// The one place an accepted message becomes final: it leaves the queues and the rate-limit count at
+    /// once and waits in `.finalizing` (never resent, its id taken) until its final event is recorded.
+    /// False when it is not accepted-and-not-final (already finalizing, persisting, or unknown).
+    mutating func finalize(_ messageID: String, event: DispatcherEvent, actions: inout [DispatcherAction]) -> Bool {
+        guard let place = places[messageID], place.isActive, let record = live[messageID] else { return false }
+        places[messageID] = .finalizing
+        finalizing += 1
+        rateLimit.ended(key: record.rateKey)
+        let recordID = self.record(event, finalMessageID: messageID, actions: &actions)
+        pendingReleases.append((recordID, .finalize(messageID: messageID)))
+        return true
+    }
+
+    /// A stored message joins the outstanding ones, last in line.
+    mutating func enqueueAccepted(_ record: MessageRecord) {
+        places[record.messageID] = .queued
+        readyQueue.push(record.messageID)
+        rateLimit.added(key: record.rateKey)
+        timers.schedule(at: record.expiresAt, .expiry(record.messageID))
+    }
+
+    /// Drops a message that was never accepted from the live set.
+    private mutating func forget(_ messageID: String) {
+        places[messageID] = nil
+        live[messageID] = nil
+    }
+
+    // MARK: Restart
+
+    /// Before `start`, after a restart: the store's live messages (in accept order, `attempts`, `sends`
+    /// and `lastError` as stored, `acceptedAt` on this run's monotonic clock, derived by the driver from
+    /// `acceptedAtUnixMillis`) and the upstream message_ids handed over within the dedupe window (`at` on
+    /// the same clock, so older ones are negative). Live messages are queued in accept order; one whose
+    /// time_to_live ran out while ccsd was down ends `expired` (a `.record`), never sent. Duplicate ids in
+    /// `records` are skipped.
+    public mutating func restore(_ records: [MessageRecord], handedOver: [(messageID: String, at: Double)], now: Double) -> [DispatcherAction] {
+        precondition(slots.isEmpty, "restore() after start()")
+        for entry in handedOver.sorted(by: { $0.at < $1.at }) {
+            _ = dedupe.firstSighting(of: entry.messageID, now: entry.at)
+        }
+        var actions: [DispatcherAction] = []
+        for record in records where places[record.messageID] == nil {
+            live[record.messageID] = record
+            enqueueAccepted(record)
+            if record.isExpired(now: now) { expire(record.messageID, actions: &actions) }
+        }
+        compactTimersIfNeeded()
+        return actions
+    }
+}

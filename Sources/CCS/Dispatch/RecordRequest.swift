@@ -1,0 +1,19 @@
+/// An event to journal (`DispatcherAction.record`). Ids are assigned by the dispatcher in increasing
+/// order from 1; the store commits them in that order, so `Dispatcher.recorded(through:now:)` with one id
+/// confirms every request up to it.
+public struct RecordRequest: Sendable, Equatable {
+    public let id: UInt64
+    public let event: DispatcherEvent
+    /// The downstream message this event ends (acked, nacked final, expired): mark it final in the same
+    /// transaction. The store keeps the first final event of a message_id and refuses a second.
+    public let finalMessageID: String?
+    /// The upstream message or receipt this event hands over: remember it for dedupe in the same transaction.
+    public let handedOverMessageID: String?
+
+    public init(id: UInt64, event: DispatcherEvent, finalMessageID: String? = nil, handedOverMessageID: String? = nil) {
+        self.id = id
+        self.event = event
+        self.finalMessageID = finalMessageID
+        self.handedOverMessageID = handedOverMessageID
+    }
+}
