@@ -33,7 +33,18 @@ public final class InMemoryMessageStore: MessageStore {
 
     public func load(nowUnixMillis: Int64) throws(StoreError) -> StoreSnapshot {
         try checkOpen("loading stored messages")
-        let live = messages.values.filter { $0.finalEvent == nil }.sorted { $0.acceptSeq < $1.acceptSeq }.map(\.stored)
+        let live = messages.values.filter { $0.finalEvent == nil }.sorted { $0.acceptSeq < $1.acceptSeq }
+            .map { entry in
+                // As `SQLiteMessageStore.load`: `acceptedAt` in seconds since 1970, for the dispatcher to rebase.
+                let old = entry.stored.record
+                var record = MessageRecord(messageID: old.messageID, json: old.json, to: old.to, rateKey: old.rateKey,
+                                           acceptedAt: Double(entry.stored.acceptedAtUnixMillis) / 1000,
+                                           timeToLive: old.timeToLive)
+                record.attempts = old.attempts
+                record.sends = old.sends
+                record.lastError = old.lastError
+                return StoredMessage(record: record, acceptedAtUnixMillis: entry.stored.acceptedAtUnixMillis)
+            }
         let since = nowUnixMillis - configuration.dedupeWindowMillis
         let ids = handedOver.filter { $0.value >= since }
             .map { HandedOverMessage(messageID: $0.key, atUnixMillis: $0.value) }

@@ -14,19 +14,19 @@ final class DirectoryLock {
     let lockPath: String
     private var descriptor: Int32
 
-    /// - Throws: `StoreError.cannotOpen` when the directory cannot be made or the lock file opened;
-    ///   `StoreError.directoryInUse` when another process (or store) holds the lock.
+    /// - Throws: `StoreError.cannotOpen` when the directory cannot be made or the lock file opened,
+    ///   `.readOnly` when the directory cannot be written (read-only file system, permissions),
+    ///   `.directoryInUse` when another process (or store) holds the lock.
     init(directory: String) throws(StoreError) {
         self.directory = directory
         self.lockPath = directory.hasSuffix("/") ? directory + "ccsd.lock" : directory + "/ccsd.lock"
         try DirectoryLock.makeDirectory(directory)
-        var fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        if fd < 0, errno == EROFS || errno == EACCES {
-            // A read-only directory: lock an existing lock file read-only, so SQLite reports what it can do.
-            fd = open(lockPath, O_RDONLY | O_CLOEXEC)
-        }
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else {
-            throw StoreError(code: .cannotOpen, path: lockPath, operation: "opening the lock file",
+            // A read-only file system or directory shows here first, before SQLite would only say that it is
+            // "unable to open database file".
+            let code: StoreError.Code = errno == EROFS || errno == EACCES || errno == EPERM ? .readOnly : .cannotOpen
+            throw StoreError(code: code, path: lockPath, operation: "opening the lock file",
                              message: DirectoryLock.errnoText())
         }
         guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {

@@ -68,6 +68,11 @@ public final class SQLiteMessageStore: MessageStore {
     private static func configure(_ database: SQLiteDatabase, configuration: StoreConfiguration) throws(StoreError) {
         let operation = "configuring the database"
         guard let db = database.handle else { return }
+        // SQLite falls back to read-only when the file cannot be opened for writing; ccsd cannot work so.
+        guard sqlite3_db_readonly(db, "main") != 1 else {
+            throw StoreError(code: .readOnly, path: database.path, operation: "opening the database",
+                             message: "the file can only be opened read-only (check its owner, mode and file system)")
+        }
         sqlite3_busy_timeout(db, configuration.busyTimeoutMillis)
         // Reading the journal mode is the first access to the file: garbage shows up here as SQLITE_NOTADB.
         let mode = try database.text("PRAGMA journal_mode = WAL", operation: operation)
@@ -104,6 +109,24 @@ public final class SQLiteMessageStore: MessageStore {
             throw StoreError(code: .other, path: databasePath, operation: operation, message: "the store is closed")
         }
         return (database, statements)
+    }
+
+    /// The value of an integer pragma on this connection (tests: `synchronous`, `user_version`).
+    func pragma(_ name: String) throws(StoreError) -> Int64 { try integer("PRAGMA \(name)") }
+
+    /// Runs a query returning one integer on the store's connection (tests, diagnostics).
+    func integer(_ sql: String) throws(StoreError) -> Int64 {
+        try open("running a query").0.integer(sql, operation: "running a query")
+    }
+
+    /// Runs a query returning one text on the store's connection (tests, diagnostics).
+    func text(_ sql: String) throws(StoreError) -> String? {
+        try open("running a query").0.text(sql, operation: "running a query")
+    }
+
+    /// Runs SQL on the store's connection (tests).
+    func execute(_ sql: String) throws(StoreError) {
+        try open("running a statement").0.execute(sql, operation: "running a statement")
     }
 
     // MARK: - MessageStore
@@ -348,7 +371,7 @@ public final class SQLiteMessageStore: MessageStore {
                 FROM messages WHERE final_event IS NULL ORDER BY accept_seq
                 """, operation: op)
             selectHandedOver = try db.prepare(
-                "SELECT message_id, at_ms FROM handed_over WHERE at_ms >= ?1 ORDER BY at_ms", operation: op)
+                "SELECT message_id, at_ms FROM handed_over WHERE at_ms >= ?1 ORDER BY at_ms, message_id", operation: op)
             selectEvents = try db.prepare(
                 "SELECT seq, time_ms, line FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2", operation: op)
             upsertCursor = try db.prepare("""
