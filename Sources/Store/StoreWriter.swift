@@ -72,13 +72,14 @@ public final class StoreWriter: @unchecked Sendable {
     private var state = State.running
     private var closeCompletion: (() -> Void)?
     private var closedCompletion: (() -> Void)?
-    /// Commits attempted (successful or not), for tests and diagnostics.
+    /// Commits attempted (successful or not), for tests and diagnostics. Read it on the loop.
     public private(set) var commitCount = 0
 
     /// - Parameters:
     ///   - store: used only on the writer's queue from now on (after `load`, which the owner calls first).
     ///   - now: the wall clock in milliseconds since 1970 (journal times, retention).
-    ///   - execute: posts a closure to the event loop (runs after the current turn).
+    ///   - execute: posts a closure to the event loop, to run after the current turn; called from the loop and
+    ///     from the writer's queue, so it must be thread-safe (as `DispatchQueue.async` is).
     ///   - report: called on the loop with every outcome.
     public init(store: any MessageStore, configuration: Configuration = Configuration(),
                 now: @escaping @Sendable () -> Int64 = StoreWriter.wallClockMillis,

@@ -79,6 +79,9 @@ final class SQLiteDatabase {
         return SQLiteStatement(handle: statement, database: self)
     }
 
+    /// Rows changed by the last INSERT, UPDATE or DELETE.
+    var changes: Int32 { handle.map { sqlite3_changes($0) } ?? 0 }
+
     var isInTransaction: Bool { handle.map { sqlite3_get_autocommit($0) == 0 } ?? false }
 }
 

@@ -81,6 +81,8 @@ public final class SQLiteMessageStore: MessageStore {
                              message: "could not switch to WAL mode (journal_mode is \(mode ?? "unknown"))")
         }
         try database.execute("PRAGMA synchronous = \(configuration.synchronous.rawValue)", operation: operation)
+        // After a burst, truncate the WAL back to at most 64 MiB at checkpoints instead of keeping its peak size.
+        try database.execute("PRAGMA journal_size_limit = 67108864", operation: operation)
     }
 
     private static func migrate(_ database: SQLiteDatabase, migrations: [String]) throws(StoreError) {
@@ -200,25 +202,38 @@ public final class SQLiteMessageStore: MessageStore {
     private func insert(_ insert: StoreBatch.Insert, seq: inout Int64, now: Int64, statements s: Statements,
                         result: inout StoreCommitResult) throws(StoreError) -> StorePersistOutcome {
         let operation = "committing a batch"
-        let record = insert.record
-        s.selectMessage.bind(1, record.messageID)
-        if try s.selectMessage.step(operation: operation) {
-            let finalEvent = s.selectMessage.optionalText(0)
-            let finalAt = s.selectMessage.int64(1)
-            s.selectMessage.reset()
-            guard let finalEvent else { return .duplicateLive }
-            if finalAt >= now - configuration.finalRetentionMillis { return .duplicateFinal(outcome: finalEvent) }
-            // Final and past its retention, only not pruned yet: the message_id is free again.
-            s.deleteMessage.bind(1, record.messageID)
-            try s.deleteMessage.run(operation: operation)
-        } else {
-            s.selectMessage.reset()
+        // The common case costs one statement: the insert is ignored when the message_id is taken.
+        if try insertRow(insert, acceptSeq: seq + 1, statements: s) {
+            seq += 1
+            try journal(seq: seq, time: now, line: insert.acceptedLine, statements: s, result: &result)
+            return .stored
         }
+        s.selectMessage.bind(1, insert.record.messageID)
+        guard try s.selectMessage.step(operation: operation) else {
+            s.selectMessage.reset()
+            throw StoreError(code: .other, path: databasePath, operation: operation,
+                             message: "message_id \(insert.record.messageID) was neither inserted nor found")
+        }
+        let finalEvent = s.selectMessage.optionalText(0)
+        let finalAt = s.selectMessage.int64(1)
+        s.selectMessage.reset()
+        guard let finalEvent else { return .duplicateLive }
+        if finalAt >= now - configuration.finalRetentionMillis { return .duplicateFinal(outcome: finalEvent) }
+        // Final and past its retention, only not pruned yet: the message_id is free again.
+        s.deleteMessage.bind(1, insert.record.messageID)
+        try s.deleteMessage.run(operation: operation)
+        _ = try insertRow(insert, acceptSeq: seq + 1, statements: s)
         seq += 1
         try journal(seq: seq, time: now, line: insert.acceptedLine, statements: s, result: &result)
+        return .stored
+    }
+
+    /// `INSERT OR IGNORE` of a message row; true when the row went in.
+    private func insertRow(_ insert: StoreBatch.Insert, acceptSeq: Int64, statements s: Statements) throws(StoreError) -> Bool {
+        let record = insert.record
         let i = s.insertMessage
         i.bind(1, record.messageID)
-        i.bind(2, seq)
+        i.bind(2, acceptSeq)
         i.bind(3, record.json)
         i.bind(4, record.to)
         i.bind(5, record.rateKey)
@@ -227,8 +242,8 @@ public final class SQLiteMessageStore: MessageStore {
         i.bind(8, record.attempts)
         i.bind(9, record.sends)
         i.bind(10, record.lastError)
-        try i.run(operation: operation)
-        return .stored
+        try i.run(operation: "committing a batch")
+        return s.database.changes == 1
     }
 
     private func record(_ record: StoreBatch.Record, seq: inout Int64, now: Int64, statements s: Statements,
@@ -327,8 +342,10 @@ public final class SQLiteMessageStore: MessageStore {
         let insertEvent, upsertHandedOver, updateLastSeq, probe: SQLiteStatement
         let pruneFinal, pruneHandedOver, oldestEvent, minCursor, pruneEvents: SQLiteStatement
         let selectLive, selectHandedOver, selectEvents, upsertCursor: SQLiteStatement
+        let database: SQLiteDatabase
 
         init(_ db: SQLiteDatabase) throws(StoreError) {
+            database = db
             let op = "preparing statements"
             begin = try db.prepare("BEGIN IMMEDIATE", operation: op)
             commit = try db.prepare("COMMIT", operation: op)
@@ -336,7 +353,7 @@ public final class SQLiteMessageStore: MessageStore {
             selectMessage = try db.prepare("SELECT final_event, final_at_ms FROM messages WHERE message_id = ?1",
                                            operation: op)
             insertMessage = try db.prepare("""
-                INSERT INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms, time_to_live,
+                INSERT OR IGNORE INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms, time_to_live,
                                       attempts, sends, last_error)
                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                 """, operation: op)
