@@ -45,6 +45,44 @@ import Testing
         #expect(try reopened.text("PRAGMA integrity_check") == "ok")
     }
 
+    /// The writer on a real full disk: the submitter of a new message gets a retryable failure at once, the
+    /// event of an accepted message waits and is committed once space is back, without any new traffic.
+    @Test(.enabled(if: TmpfsMount.isPermitted, "needs root to mount a small tmpfs"))
+    func theWriterRetriesEventsThroughAFullDiskUntilSpaceIsBack() throws {
+        let disk = try TmpfsMount(size: "512k")
+        let state = disk.path + "/state"
+        let store = try SQLiteMessageStore(directory: state)
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store, configuration: .init(retryBase: .milliseconds(2),
+                                                                        retryCap: .milliseconds(20)))
+        loop.turn { writer.enqueue(insert("a")) }
+        #expect(loop.waitUntil { $0.committed.count == 1 })
+
+        let filler = try disk.fill(leaving: 0)
+        loop.turn {
+            writer.enqueue(insert("b", bytes: 2000))
+            writer.enqueue(final(1, "a"))
+        }
+        let full = "store \(state)/ccsd.sqlite3: committing a batch failed: database or disk is full (SQLITE_FULL)"
+        #expect(loop.waitUntil { $0.filter { if case .unavailable = $0 { true } else { false } }.count >= 3 })
+        #expect(loop.reports[1] == .insertsFailed([StorePersistResult(messageID: "b", line: nil,
+                                                                      outcome: .failed(reason: full))]))
+        #expect(loop.reports.dropFirst(2).allSatisfy {
+            if case .unavailable(let error) = $0 { error.description == full } else { false }
+        })
+
+        try FileManager.default.removeItem(atPath: filler)
+        #expect(loop.waitUntil { $0.contains(.available) && $0.committed.count == 2 })
+        #expect(loop.reports.committed.last?.journaled.map(\.line) == [finalLine("a")])
+        var closed = false
+        loop.turn { writer.close { closed = true } }
+        #expect(loop.waitUntil { _ in loop.turn { closed } })
+        let reopened = try SQLiteMessageStore(directory: state)
+        defer { reopened.close() }
+        #expect(try reopened.load(nowUnixMillis: 2_000).live.isEmpty)
+        #expect(try reopened.events(after: 0, limit: 10).map(\.line) == [acceptedLine("a"), finalLine("a")])
+    }
+
     /// Root ignores `chmod 0500`, so the read-only directory is a tmpfs remounted `ro`. (Linux refuses to
     /// remount a file system read-only while a file on it is open for writing, so this is the start of ccsd on
     /// a read-only state directory; a running store meets the same SQLite error at its next commit.)
