@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // ccsd: an XMPP client daemon for Firebase Cloud Messaging's connection server (CCS).
-// Layers, bottom up: CLibXML2/COpenSSL (system libraries) → TLS, XMLStream → XMPP → CCS → Daemon.
+// Layers, bottom up: CLibXML2/COpenSSL/CSQLite (system libraries) → TLS, XMLStream → XMPP → CCS → Store, Daemon.
 import PackageDescription
 
 let package = Package(
@@ -20,6 +20,9 @@ let package = Package(
         .systemLibrary(
             name: "COpenSSL", pkgConfig: "openssl",
             providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(
+            name: "CSQLite", pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"])]),
 
         // Layers.
         .target(name: "TLS", dependencies: ["COpenSSL"]),
@@ -28,6 +31,8 @@ let package = Package(
         .target(name: "CCS", dependencies: ["XMLStream", "XMPP"]),
         .target(name: "CCSEmulator", dependencies: ["TLS", "XMLStream", "XMPP", "CCS"]),
         .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS"]),
+        // The durable message store (SQLite through Debian's libsqlite3) and the in-memory one.
+        .target(name: "Store", dependencies: ["CCS", "CSQLite"]),
 
         // Executables.
         .executableTarget(name: "ccsd", dependencies: ["Daemon"]),
@@ -46,6 +51,7 @@ let package = Package(
         .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "XMPP", "CorpusFixtures"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS", "TLS", "XMPP", "XMLStream", "TestSupport"]),
+        .testTarget(name: "StoreTests", dependencies: ["Store", "CCS", "CSQLite"]),
         // Integration tests: real TLS on loopback against the emulator and Prosody.
         .testTarget(name: "IntegrationTests",
                     dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures"]),

@@ -1,0 +1,170 @@
+import CCS
+
+/// The store of `--store memory` (tests, benchmarks): the same rules as `SQLiteMessageStore` (idempotent
+/// inserts, first final event kept, journal seq, cursors, retention), kept in dictionaries. Nothing survives
+/// the process. Commits never fail.
+public final class InMemoryMessageStore: MessageStore {
+    private struct Entry {
+        var stored: StoredMessage
+        var acceptSeq: Int64
+        var finalEvent: String?
+        var finalAt: Int64 = 0
+    }
+
+    public let configuration: StoreConfiguration
+    private var messages: [String: Entry] = [:]
+    private var journal: [JournaledEvent] = []   // seq order; `journalStart` is the oldest kept
+    private var journalStart = 0
+    private var handedOver: [String: Int64] = [:]
+    /// Final messages and handed-over ids in the order they expire, so pruning looks at the front only.
+    private var finalOrder = FIFO<(id: String, at: Int64)>()
+    private var handedOverOrder = FIFO<(id: String, at: Int64)>()
+    private var cursors: [String: Int64] = [:]
+    private var lastSeq: Int64 = 0
+    private var closed = false
+
+    public init(configuration: StoreConfiguration = StoreConfiguration()) {
+        self.configuration = configuration
+    }
+
+    private func checkOpen(_ operation: String) throws(StoreError) {
+        if closed { throw StoreError(code: .other, path: "memory", operation: operation, message: "the store is closed") }
+    }
+
+    public func load(nowUnixMillis: Int64) throws(StoreError) -> StoreSnapshot {
+        try checkOpen("loading stored messages")
+        let live = messages.values.filter { $0.finalEvent == nil }.sorted { $0.acceptSeq < $1.acceptSeq }
+            .map { entry in
+                // As `SQLiteMessageStore.load`: `acceptedAt` in seconds since 1970, for the dispatcher to rebase.
+                let old = entry.stored.record
+                var record = MessageRecord(messageID: old.messageID, json: old.json, to: old.to, rateKey: old.rateKey,
+                                           acceptedAt: Double(entry.stored.acceptedAtUnixMillis) / 1000,
+                                           acceptedAtUnixMillis: entry.stored.acceptedAtUnixMillis,
+                                           timeToLive: old.timeToLive)
+                record.attempts = old.attempts
+                record.sends = old.sends
+                record.lastError = old.lastError
+                return StoredMessage(record: record, acceptedAtUnixMillis: entry.stored.acceptedAtUnixMillis)
+            }
+        let since = nowUnixMillis - configuration.dedupeWindowMillis
+        let ids = handedOver.filter { $0.value >= since }
+            .map { HandedOverMessage(messageID: $0.key, atUnixMillis: $0.value) }
+            .sorted { ($0.atUnixMillis, $0.messageID) < ($1.atUnixMillis, $1.messageID) }
+        return StoreSnapshot(live: live, handedOver: ids, lastSeq: lastSeq)
+    }
+
+    public func commit(_ batch: StoreBatch, nowUnixMillis now: Int64) throws(StoreError) -> StoreCommitResult {
+        try checkOpen("committing a batch")
+        var result = StoreCommitResult()
+        for item in batch.operations {
+            switch item {
+            case .insert(let insert):
+                let id = insert.record.messageID
+                var outcome = StorePersistOutcome.stored
+                if let entry = messages[id] {
+                    if let finalEvent = entry.finalEvent {
+                        if entry.finalAt >= now - configuration.finalRetentionMillis {
+                            outcome = .duplicateFinal(outcome: finalEvent)
+                        }
+                    } else {
+                        outcome = .duplicateLive
+                    }
+                }
+                if outcome == .stored {
+                    let seq = append(insert.acceptedLine, now: now, to: &result)
+                    messages[id] = Entry(stored: StoredMessage(record: insert.record,
+                                                               acceptedAtUnixMillis: insert.acceptedAtUnixMillis),
+                                         acceptSeq: seq)
+                }
+                result.persisted.append(StorePersistResult(messageID: id, line: insert.line, outcome: outcome))
+            case .progress(let record):
+                guard var entry = messages[record.messageID], entry.finalEvent == nil else { continue }
+                entry.stored.record.attempts = record.attempts
+                entry.stored.record.sends = record.sends
+                entry.stored.record.lastError = record.lastError
+                messages[record.messageID] = entry
+            case .record(let record):
+                result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
+                if let id = record.finalMessageID, var entry = messages[id] {
+                    guard entry.finalEvent == nil else {
+                        result.duplicateFinalRecords.append(record.id)
+                        continue
+                    }
+                    entry.finalEvent = record.line
+                    entry.finalAt = now
+                    messages[id] = entry
+                    finalOrder.append((id, now))
+                }
+                if let id = record.handedOverMessageID {
+                    handedOver[id] = now
+                    handedOverOrder.append((id, now))
+                }
+                _ = append(record.line, now: now, to: &result)
+            }
+        }
+        prune(now: now)
+        return result
+    }
+
+    private func append(_ line: String, now: Int64, to result: inout StoreCommitResult) -> Int64 {
+        lastSeq += 1
+        let event = JournaledEvent(seq: lastSeq, timeUnixMillis: now, line: line)
+        journal.append(event)
+        result.journaled.append(event)
+        return lastSeq
+    }
+
+    private func prune(now: Int64) {
+        let finalCutoff = now - configuration.finalRetentionMillis
+        while let (id, at) = finalOrder.first, at < finalCutoff {
+            finalOrder.removeFirst()
+            if let entry = messages[id], entry.finalEvent != nil, entry.finalAt == at { messages[id] = nil }
+        }
+        let dedupeCutoff = now - configuration.dedupeWindowMillis
+        while let (id, at) = handedOverOrder.first, at < dedupeCutoff {
+            handedOverOrder.removeFirst()
+            if handedOver[id] == at { handedOver[id] = nil }
+        }
+        let acknowledged = cursors.values.min() ?? 0
+        let eventsCutoff = now - configuration.eventsRetentionMillis
+        while journalStart < journal.count,
+              journal[journalStart].seq <= acknowledged || journal[journalStart].timeUnixMillis < eventsCutoff {
+            journalStart += 1
+        }
+        if journalStart > 1024, journalStart * 2 > journal.count {
+            journal.removeFirst(journalStart)
+            journalStart = 0
+        }
+    }
+
+    public func events(after seq: Int64, limit: Int) throws(StoreError) -> [JournaledEvent] {
+        try checkOpen("reading the journal")
+        let start = journal[journalStart...].firstIndex { $0.seq > seq } ?? journal.endIndex
+        return Array(journal[start..<min(journal.endIndex, start + limit)])
+    }
+
+    public func acknowledgeEvents(consumer: String, through seq: Int64) throws(StoreError) {
+        try checkOpen("acknowledging events")
+        cursors[consumer] = max(cursors[consumer] ?? seq, seq)
+    }
+
+    public func close() { closed = true }
+}
+
+/// A queue with amortized O(1) removal at the front.
+private struct FIFO<Element> {
+    private var items: [Element] = []
+    private var head = 0
+
+    var first: Element? { head < items.count ? items[head] : nil }
+
+    mutating func append(_ item: Element) { items.append(item) }
+
+    mutating func removeFirst() {
+        head += 1
+        if head > 1024, head * 2 > items.count {
+            items.removeFirst(head)
+            head = 0
+        }
+    }
+}

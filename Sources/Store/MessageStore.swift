@@ -1,0 +1,232 @@
+import CCS
+
+/// Where accepted downstream messages, the events journal and the upstream dedupe state are kept, so that a
+/// restart resumes what was not final (issue 8).
+///
+/// Calls come from one thread at a time (the `StoreWriter`'s queue), never from the event loop: a store may
+/// block on disk. `SQLiteMessageStore` is durable; `InMemoryMessageStore` keeps nothing across a restart.
+public protocol MessageStore: AnyObject {
+    /// What a restart resumes: live messages in accept order, the upstream ids handed over within the dedupe
+    /// window, and the last journal sequence number. `nowUnixMillis` is the wall clock (ms since 1970).
+    /// - Throws: `StoreError` naming the database path and SQLite's message.
+    func load(nowUnixMillis: Int64) throws(StoreError) -> StoreSnapshot
+    /// Applies `batch` in one transaction, all or nothing, in the order its operations were added.
+    /// An empty batch writes a probe (the writer uses it to learn that a failed disk takes writes again).
+    /// - Throws: `StoreError`; on a throw nothing of the batch is kept and nothing committed before is lost.
+    func commit(_ batch: StoreBatch, nowUnixMillis: Int64) throws(StoreError) -> StoreCommitResult
+    /// Journaled events with `seq > after`, in seq order, at most `limit` (the HTTP event feed reads these).
+    func events(after seq: Int64, limit: Int) throws(StoreError) -> [JournaledEvent]
+    /// Registers `consumer` (first call) and records that it has everything up to `seq`: events are kept
+    /// until every registered consumer acknowledged them, and at most `eventsRetention`.
+    /// A cursor never moves back.
+    func acknowledgeEvents(consumer: String, through seq: Int64) throws(StoreError)
+    /// Releases the database and the directory lock. Further calls throw.
+    func close()
+}
+
+/// A stored downstream message with its wall-clock accept time (the time_to_live clock across restarts).
+///
+/// `record.acceptedAt` of a loaded message is `acceptedAtUnixMillis / 1000` (seconds since 1970): the
+/// dispatcher rebases it on its own monotonic clock when it restores the message.
+public struct StoredMessage: Sendable, Equatable {
+    public var record: MessageRecord
+    /// Wall clock at intake, milliseconds since 1970.
+    public var acceptedAtUnixMillis: Int64
+
+    public init(record: MessageRecord, acceptedAtUnixMillis: Int64) {
+        self.record = record
+        self.acceptedAtUnixMillis = acceptedAtUnixMillis
+    }
+}
+
+/// An upstream message or receipt whose event was written, remembered for the dedupe window.
+public struct HandedOverMessage: Sendable, Equatable {
+    public var messageID: String
+    /// When it was handed over, milliseconds since 1970.
+    public var atUnixMillis: Int64
+
+    public init(messageID: String, atUnixMillis: Int64) {
+        self.messageID = messageID
+        self.atUnixMillis = atUnixMillis
+    }
+}
+
+/// What a restart resumes (`MessageStore.load`).
+public struct StoreSnapshot: Sendable, Equatable {
+    /// Messages that are not final, in accept order, with attempts, sends and lastError as last saved.
+    public var live: [StoredMessage]
+    /// Upstream ids handed over within the dedupe window, oldest first.
+    public var handedOver: [HandedOverMessage]
+    /// The highest journal sequence number ever given (0 for a new store); the next event gets a higher one.
+    public var lastSeq: Int64
+
+    public init(live: [StoredMessage], handedOver: [HandedOverMessage], lastSeq: Int64) {
+        self.live = live
+        self.handedOver = handedOver
+        self.lastSeq = lastSeq
+    }
+}
+
+/// One group commit: operations in the order the dispatcher asked for them.
+public struct StoreBatch: Sendable, Equatable {
+    /// A newly submitted message and its `accepted` event (journaled in the same transaction).
+    public struct Insert: Sendable, Equatable {
+        public var record: MessageRecord
+        /// Wall clock at intake, milliseconds since 1970.
+        public var acceptedAtUnixMillis: Int64
+        /// The intake line number, echoed in the persist result.
+        public var line: Int?
+        /// The `accepted` event as a JSON object text, without `seq` and `time`.
+        public var acceptedLine: String
+
+        public init(record: MessageRecord, acceptedAtUnixMillis: Int64, line: Int?, acceptedLine: String) {
+            self.record = record
+            self.acceptedAtUnixMillis = acceptedAtUnixMillis
+            self.line = line
+            self.acceptedLine = acceptedLine
+        }
+    }
+
+    /// An event to journal, possibly ending a downstream message or handing over an upstream one.
+    public struct Record: Sendable, Equatable {
+        /// The dispatcher's increasing record id (`recorded(through:)`).
+        public var id: UInt64
+        /// The event as a JSON object text, without `seq` and `time`.
+        public var line: String
+        /// The downstream message this event ends: marked final in the same transaction. If the message is
+        /// already final, the event is not journaled (the first final event is kept).
+        public var finalMessageID: String?
+        /// The upstream message or receipt this event hands over: remembered for dedupe.
+        public var handedOverMessageID: String?
+
+        public init(id: UInt64, line: String, finalMessageID: String? = nil, handedOverMessageID: String? = nil) {
+            self.id = id
+            self.line = line
+            self.finalMessageID = finalMessageID
+            self.handedOverMessageID = handedOverMessageID
+        }
+    }
+
+    public enum Operation: Sendable, Equatable {
+        case insert(Insert)
+        /// attempts / sends / lastError of a live message changed (not gating; last one per message wins).
+        case progress(MessageRecord)
+        case record(Record)
+    }
+
+    public private(set) var operations: [Operation] = []
+    /// Where the pending progress of each message sits in `operations`, so a newer one replaces it.
+    private var progressIndex: [String: Int] = [:]
+
+    public init() {}
+
+    public var isEmpty: Bool { operations.isEmpty }
+    public var count: Int { operations.count }
+
+    public mutating func insert(_ insert: Insert) { operations.append(.insert(insert)) }
+
+    public mutating func progress(_ record: MessageRecord) {
+        if let index = progressIndex[record.messageID] {
+            operations[index] = .progress(record)
+        } else {
+            progressIndex[record.messageID] = operations.count
+            operations.append(.progress(record))
+        }
+    }
+
+    public mutating func record(_ record: Record) { operations.append(.record(record)) }
+
+    /// Appends the operations of `other` after this batch's (progress still coalesced per message).
+    public mutating func append(contentsOf other: StoreBatch) {
+        for operation in other.operations {
+            switch operation {
+            case .insert(let value): insert(value)
+            case .progress(let value): progress(value)
+            case .record(let value): record(value)
+            }
+        }
+    }
+
+    /// The same batch without its inserts (what the writer retries after a retryable failure: submitters
+    /// of the inserts are answered `failed` at once instead of waiting for the disk).
+    public var withoutInserts: StoreBatch {
+        var batch = StoreBatch()
+        for operation in operations {
+            switch operation {
+            case .insert: continue
+            case .progress(let value): batch.progress(value)
+            case .record(let value): batch.record(value)
+            }
+        }
+        return batch
+    }
+
+    /// Inserts of the batch, in order.
+    public var inserts: [Insert] {
+        operations.compactMap { if case .insert(let value) = $0 { value } else { nil } }
+    }
+
+    public static func == (lhs: StoreBatch, rhs: StoreBatch) -> Bool { lhs.operations == rhs.operations }
+}
+
+/// The answer to one insert. (The design's `PersistResult`, kept in Store until the lead unifies it with the
+/// dispatcher's type in CCS.)
+public enum StorePersistOutcome: Sendable, Equatable {
+    /// Inserted; its `accepted` event is journaled.
+    case stored
+    /// The message_id is stored and not final: refused, never sent twice.
+    case duplicateLive
+    /// The message_id ended within the final retention: its stored final event (JSON object text).
+    case duplicateFinal(outcome: String)
+    /// The store could not take it (the writer's answer when a commit failed): reject, retryable.
+    case failed(reason: String)
+}
+
+public struct StorePersistResult: Sendable, Equatable {
+    public var messageID: String
+    public var line: Int?
+    public var outcome: StorePersistOutcome
+
+    public init(messageID: String, line: Int?, outcome: StorePersistOutcome) {
+        self.messageID = messageID
+        self.line = line
+        self.outcome = outcome
+    }
+}
+
+/// An event as the journal keeps it.
+public struct JournaledEvent: Sendable, Equatable {
+    /// Increasing across the store's life (never reused, not even after pruning or a restart).
+    public var seq: Int64
+    /// Wall clock when it was journaled, milliseconds since 1970.
+    public var timeUnixMillis: Int64
+    /// The event's JSON object text, without `seq` and `time`.
+    public var line: String
+
+    public init(seq: Int64, timeUnixMillis: Int64, line: String) {
+        self.seq = seq
+        self.timeUnixMillis = timeUnixMillis
+        self.line = line
+    }
+}
+
+/// What one commit did.
+public struct StoreCommitResult: Sendable, Equatable {
+    /// One per insert, in batch order.
+    public var persisted: [StorePersistResult]
+    /// Every event journaled by the commit, in seq order (accepted events and records interleaved as
+    /// the batch had them).
+    public var journaled: [JournaledEvent]
+    /// The highest record id of the batch (nil when it had no record): every record up to it is done.
+    public var recordedThrough: UInt64?
+    /// Record ids whose event was not journaled because their message already had a final event.
+    public var duplicateFinalRecords: [UInt64]
+
+    public init(persisted: [StorePersistResult] = [], journaled: [JournaledEvent] = [],
+                recordedThrough: UInt64? = nil, duplicateFinalRecords: [UInt64] = []) {
+        self.persisted = persisted
+        self.journaled = journaled
+        self.recordedThrough = recordedThrough
+        self.duplicateFinalRecords = duplicateFinalRecords
+    }
+}

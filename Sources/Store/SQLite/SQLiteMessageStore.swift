@@ -1,0 +1,401 @@
+import CCS
+import CSQLite
+
+/// The durable store: `DIR/ccsd.sqlite3` on Debian's libsqlite3, in WAL mode, one transaction per commit.
+///
+/// - The state directory is created if missing (0700) and locked (`DIR/ccsd.lock`, exclusive `flock`) for the
+///   store's life: a second store on the same directory fails with `StoreError.directoryInUse`.
+/// - Durability: `PRAGMA synchronous` per `StoreConfiguration.synchronous` (default FULL: a returned commit
+///   survives a power cut; NORMAL: it survives `kill -9` only). `busy_timeout` bounds waits for a reader
+///   such as an inspecting `sqlite3` shell.
+/// - Schema: `SQLiteSchema` (`PRAGMA user_version`, ordered migrations; a newer database is refused).
+/// - Statements are prepared once and reused. Pruning (final messages after `finalRetentionMillis`, events
+///   acknowledged by every consumer or older than `eventsRetentionMillis`, handed-over ids after
+///   `dedupeWindowMillis`) runs inside commits, at most `pruneLimitPerCommit` rows per table each.
+///
+/// Every failure is a `StoreError` naming the database path and SQLite's message. Used from one thread at a
+/// time (the `StoreWriter`'s queue).
+public final class SQLiteMessageStore: MessageStore {
+    public let directory: String
+    /// `DIR/ccsd.sqlite3`.
+    public let databasePath: String
+    public let configuration: StoreConfiguration
+    private var lock: DirectoryLock?
+    private var database: SQLiteDatabase?
+    private var statements: Statements?
+    private var lastSeq: Int64 = 0
+
+    /// Opens (creating the directory and the database if missing), locks the directory and migrates.
+    /// - Throws: `StoreError`: `directoryInUse`, `cannotOpen`, `readOnly`, `corrupt`, `io`, `schema` (a
+    ///   database from a newer ccsd), each naming the path.
+    public convenience init(directory: String, configuration: StoreConfiguration = StoreConfiguration()) throws(StoreError) {
+        try self.init(directory: directory, configuration: configuration, migrations: SQLiteSchema.migrations)
+    }
+
+    /// With an explicit migration list (tests of the migration mechanism).
+    init(directory: String, configuration: StoreConfiguration, migrations: [String]) throws(StoreError) {
+        self.directory = directory
+        self.databasePath = directory.hasSuffix("/") ? directory + "ccsd.sqlite3" : directory + "/ccsd.sqlite3"
+        self.configuration = configuration
+        let lock = try DirectoryLock(directory: directory)
+        let database = try SQLiteDatabase(path: databasePath)
+        do throws(StoreError) {
+            try SQLiteMessageStore.configure(database, configuration: configuration)
+            try SQLiteMessageStore.migrate(database, migrations: migrations)
+            statements = try Statements(database)
+            lastSeq = try database.integer("SELECT max(last_seq, coalesce((SELECT max(seq) FROM events), 0)) FROM store_state",
+                                           operation: "reading the journal")
+        } catch {
+            statements = nil
+            database.close()
+            lock.unlock()
+            throw error
+        }
+        self.lock = lock
+        self.database = database
+    }
+
+    deinit { close() }
+
+    public func close() {
+        statements = nil  // finalizes every prepared statement before the connection closes
+        database?.close()
+        database = nil
+        lock?.unlock()
+        lock = nil
+    }
+
+    private static func configure(_ database: SQLiteDatabase, configuration: StoreConfiguration) throws(StoreError) {
+        let operation = "configuring the database"
+        guard let db = database.handle else { return }
+        // SQLite falls back to read-only when the file cannot be opened for writing; ccsd cannot work so.
+        guard sqlite3_db_readonly(db, "main") != 1 else {
+            throw StoreError(code: .readOnly, path: database.path, operation: "opening the database",
+                             message: "the file can only be opened read-only (check its owner, mode and file system)")
+        }
+        sqlite3_busy_timeout(db, configuration.busyTimeoutMillis)
+        // Reading the journal mode is the first access to the file: garbage shows up here as SQLITE_NOTADB.
+        let mode = try database.text("PRAGMA journal_mode = WAL", operation: operation)
+        guard mode?.lowercased() == "wal" else {
+            throw StoreError(code: .other, path: database.path, operation: operation,
+                             message: "could not switch to WAL mode (journal_mode is \(mode ?? "unknown"))")
+        }
+        try database.execute("PRAGMA synchronous = \(configuration.synchronous.rawValue)", operation: operation)
+        // After a burst, truncate the WAL back to at most 64 MiB at checkpoints instead of keeping its peak size.
+        try database.execute("PRAGMA journal_size_limit = 67108864", operation: operation)
+    }
+
+    private static func migrate(_ database: SQLiteDatabase, migrations: [String]) throws(StoreError) {
+        let operation = "migrating the schema"
+        let version = try database.integer("PRAGMA user_version", operation: operation)
+        guard version <= Int64(migrations.count) else {
+            throw StoreError(code: .schema, path: database.path, operation: operation,
+                             message: "the database has schema version \(version) but this ccsd knows versions up to "
+                                + "\(migrations.count): it was written by a newer ccsd")
+        }
+        for next in Int(version)..<migrations.count {
+            try database.execute("BEGIN IMMEDIATE", operation: operation)
+            do throws(StoreError) {
+                try database.execute(migrations[next], operation: operation)
+                try database.execute("PRAGMA user_version = \(next + 1)", operation: operation)
+                try database.execute("COMMIT", operation: operation)
+            } catch {
+                if database.isInTransaction { try? database.execute("ROLLBACK", operation: operation) }
+                throw error
+            }
+        }
+    }
+
+    private func open(_ operation: String) throws(StoreError) -> (SQLiteDatabase, Statements) {
+        guard let database, let statements else {
+            throw StoreError(code: .other, path: databasePath, operation: operation, message: "the store is closed")
+        }
+        return (database, statements)
+    }
+
+    /// The value of an integer pragma on this connection (tests: `synchronous`, `user_version`).
+    func pragma(_ name: String) throws(StoreError) -> Int64 { try integer("PRAGMA \(name)") }
+
+    /// Runs a query returning one integer on the store's connection (tests, diagnostics).
+    func integer(_ sql: String) throws(StoreError) -> Int64 {
+        try open("running a query").0.integer(sql, operation: "running a query")
+    }
+
+    /// Runs a query returning one text on the store's connection (tests, diagnostics).
+    func text(_ sql: String) throws(StoreError) -> String? {
+        try open("running a query").0.text(sql, operation: "running a query")
+    }
+
+    /// Runs SQL on the store's connection (tests).
+    func execute(_ sql: String) throws(StoreError) {
+        try open("running a statement").0.execute(sql, operation: "running a statement")
+    }
+
+    // MARK: - MessageStore
+
+    public func load(nowUnixMillis: Int64) throws(StoreError) -> StoreSnapshot {
+        let operation = "loading stored messages"
+        let (_, s) = try open(operation)
+        var live: [StoredMessage] = []
+        defer { s.selectLive.reset() }
+        while try s.selectLive.step(operation: operation) {
+            let acceptedAt = s.selectLive.int64(4)
+            var record = MessageRecord(messageID: s.selectLive.text(0), json: s.selectLive.text(1),
+                                       to: s.selectLive.text(2), rateKey: s.selectLive.text(3),
+                                       acceptedAt: Double(acceptedAt) / 1000, acceptedAtUnixMillis: acceptedAt,
+                                       timeToLive: Int(s.selectLive.int64(5)))
+            record.attempts = Int(s.selectLive.int64(6))
+            record.sends = Int(s.selectLive.int64(7))
+            record.lastError = s.selectLive.optionalText(8)
+            live.append(StoredMessage(record: record, acceptedAtUnixMillis: acceptedAt))
+        }
+        var handedOver: [HandedOverMessage] = []
+        s.selectHandedOver.bind(1, nowUnixMillis - configuration.dedupeWindowMillis)
+        defer { s.selectHandedOver.reset() }
+        while try s.selectHandedOver.step(operation: operation) {
+            handedOver.append(HandedOverMessage(messageID: s.selectHandedOver.text(0),
+                                                atUnixMillis: s.selectHandedOver.int64(1)))
+        }
+        return StoreSnapshot(live: live, handedOver: handedOver, lastSeq: lastSeq)
+    }
+
+    public func commit(_ batch: StoreBatch, nowUnixMillis now: Int64) throws(StoreError) -> StoreCommitResult {
+        let operation = "committing a batch"
+        let (database, s) = try open(operation)
+        try s.begin.run(operation: operation)
+        var seq = lastSeq
+        do throws(StoreError) {
+            var result = StoreCommitResult()
+            for item in batch.operations {
+                switch item {
+                case .insert(let insert):
+                    let outcome = try self.insert(insert, seq: &seq, now: now, statements: s, result: &result)
+                    result.persisted.append(StorePersistResult(messageID: insert.record.messageID, line: insert.line,
+                                                               outcome: outcome))
+                case .progress(let record):
+                    s.updateProgress.bind(1, record.attempts)
+                    s.updateProgress.bind(2, record.sends)
+                    s.updateProgress.bind(3, record.lastError)
+                    s.updateProgress.bind(4, record.messageID)
+                    try s.updateProgress.run(operation: operation)
+                case .record(let record):
+                    try self.record(record, seq: &seq, now: now, statements: s, result: &result)
+                }
+            }
+            if batch.isEmpty {
+                s.probe.bind(1, now)
+                try s.probe.run(operation: operation)
+            }
+            if seq != lastSeq {
+                s.updateLastSeq.bind(1, seq)
+                try s.updateLastSeq.run(operation: operation)
+            }
+            try prune(now: now, lastSeq: seq, statements: s)
+            try s.commit.run(operation: operation)
+            lastSeq = seq
+            return result
+        } catch {
+            if database.isInTransaction { try? s.rollback.run(operation: operation) }
+            throw error
+        }
+    }
+
+    private func insert(_ insert: StoreBatch.Insert, seq: inout Int64, now: Int64, statements s: Statements,
+                        result: inout StoreCommitResult) throws(StoreError) -> StorePersistOutcome {
+        let operation = "committing a batch"
+        // The common case costs one statement: the insert is ignored when the message_id is taken.
+        if try insertRow(insert, acceptSeq: seq + 1, statements: s) {
+            seq += 1
+            try journal(seq: seq, time: now, line: insert.acceptedLine, statements: s, result: &result)
+            return .stored
+        }
+        s.selectMessage.bind(1, insert.record.messageID)
+        guard try s.selectMessage.step(operation: operation) else {
+            s.selectMessage.reset()
+            throw StoreError(code: .other, path: databasePath, operation: operation,
+                             message: "message_id \(insert.record.messageID) was neither inserted nor found")
+        }
+        let finalEvent = s.selectMessage.optionalText(0)
+        let finalAt = s.selectMessage.int64(1)
+        s.selectMessage.reset()
+        guard let finalEvent else { return .duplicateLive }
+        if finalAt >= now - configuration.finalRetentionMillis { return .duplicateFinal(outcome: finalEvent) }
+        // Final and past its retention, only not pruned yet: the message_id is free again.
+        s.deleteMessage.bind(1, insert.record.messageID)
+        try s.deleteMessage.run(operation: operation)
+        _ = try insertRow(insert, acceptSeq: seq + 1, statements: s)
+        seq += 1
+        try journal(seq: seq, time: now, line: insert.acceptedLine, statements: s, result: &result)
+        return .stored
+    }
+
+    /// `INSERT OR IGNORE` of a message row; true when the row went in.
+    private func insertRow(_ insert: StoreBatch.Insert, acceptSeq: Int64, statements s: Statements) throws(StoreError) -> Bool {
+        let record = insert.record
+        let i = s.insertMessage
+        i.bind(1, record.messageID)
+        i.bind(2, acceptSeq)
+        i.bind(3, record.json)
+        i.bind(4, record.to)
+        i.bind(5, record.rateKey)
+        i.bind(6, insert.acceptedAtUnixMillis)
+        i.bind(7, record.timeToLive)
+        i.bind(8, record.attempts)
+        i.bind(9, record.sends)
+        i.bind(10, record.lastError)
+        try i.run(operation: "committing a batch")
+        return s.database.changes == 1
+    }
+
+    private func record(_ record: StoreBatch.Record, seq: inout Int64, now: Int64, statements s: Statements,
+                        result: inout StoreCommitResult) throws(StoreError) {
+        let operation = "committing a batch"
+        result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
+        if let messageID = record.finalMessageID {
+            s.selectMessage.bind(1, messageID)
+            let alreadyFinal = try s.selectMessage.step(operation: operation) && !s.selectMessage.isNull(0)
+            s.selectMessage.reset()
+            if alreadyFinal {
+                result.duplicateFinalRecords.append(record.id)
+                return
+            }
+            s.markFinal.bind(1, record.line)
+            s.markFinal.bind(2, now)
+            s.markFinal.bind(3, messageID)
+            try s.markFinal.run(operation: operation)
+        }
+        if let messageID = record.handedOverMessageID {
+            s.upsertHandedOver.bind(1, messageID)
+            s.upsertHandedOver.bind(2, now)
+            try s.upsertHandedOver.run(operation: operation)
+        }
+        seq += 1
+        try journal(seq: seq, time: now, line: record.line, statements: s, result: &result)
+    }
+
+    private func journal(seq: Int64, time: Int64, line: String, statements s: Statements,
+                         result: inout StoreCommitResult) throws(StoreError) {
+        s.insertEvent.bind(1, seq)
+        s.insertEvent.bind(2, time)
+        s.insertEvent.bind(3, line)
+        try s.insertEvent.run(operation: "committing a batch")
+        result.journaled.append(JournaledEvent(seq: seq, timeUnixMillis: time, line: line))
+    }
+
+    /// Bounded pruning inside the commit's transaction (see `StoreConfiguration`).
+    private func prune(now: Int64, lastSeq: Int64, statements s: Statements) throws(StoreError) {
+        let operation = "pruning"
+        let limit = configuration.pruneLimitPerCommit
+        s.pruneFinal.bind(1, now - configuration.finalRetentionMillis)
+        s.pruneFinal.bind(2, limit)
+        try s.pruneFinal.run(operation: operation)
+        s.pruneHandedOver.bind(1, now - configuration.dedupeWindowMillis)
+        s.pruneHandedOver.bind(2, limit)
+        try s.pruneHandedOver.run(operation: operation)
+
+        // Events: only when the oldest qualifies, then a primary-key range of at most `limit` rows.
+        guard try s.oldestEvent.step(operation: operation) else {
+            s.oldestEvent.reset()
+            return
+        }
+        let oldestSeq = s.oldestEvent.int64(0)
+        let oldestTime = s.oldestEvent.int64(1)
+        s.oldestEvent.reset()
+        var acknowledged: Int64 = 0  // with no registered consumer, only the age limit prunes
+        if try s.minCursor.step(operation: operation), !s.minCursor.isNull(0) {
+            acknowledged = s.minCursor.int64(0)
+        }
+        s.minCursor.reset()
+        let cutoff = now - configuration.eventsRetentionMillis
+        guard oldestSeq <= acknowledged || oldestTime < cutoff else { return }
+        s.pruneEvents.bind(1, oldestSeq + Int64(limit))
+        s.pruneEvents.bind(2, acknowledged)
+        s.pruneEvents.bind(3, cutoff)
+        try s.pruneEvents.run(operation: operation)
+    }
+
+    public func events(after seq: Int64, limit: Int) throws(StoreError) -> [JournaledEvent] {
+        let operation = "reading the journal"
+        let (_, s) = try open(operation)
+        s.selectEvents.bind(1, seq)
+        s.selectEvents.bind(2, limit)
+        defer { s.selectEvents.reset() }
+        var events: [JournaledEvent] = []
+        while try s.selectEvents.step(operation: operation) {
+            events.append(JournaledEvent(seq: s.selectEvents.int64(0), timeUnixMillis: s.selectEvents.int64(1),
+                                         line: s.selectEvents.text(2)))
+        }
+        return events
+    }
+
+    public func acknowledgeEvents(consumer: String, through seq: Int64) throws(StoreError) {
+        let operation = "acknowledging events"
+        let (_, s) = try open(operation)
+        s.upsertCursor.bind(1, consumer)
+        s.upsertCursor.bind(2, seq)
+        try s.upsertCursor.run(operation: operation)
+    }
+
+    /// Every statement, prepared once after the migrations.
+    private final class Statements {
+        let begin, commit, rollback: SQLiteStatement
+        let selectMessage, insertMessage, deleteMessage, updateProgress, markFinal: SQLiteStatement
+        let insertEvent, upsertHandedOver, updateLastSeq, probe: SQLiteStatement
+        let pruneFinal, pruneHandedOver, oldestEvent, minCursor, pruneEvents: SQLiteStatement
+        let selectLive, selectHandedOver, selectEvents, upsertCursor: SQLiteStatement
+        let database: SQLiteDatabase
+
+        init(_ db: SQLiteDatabase) throws(StoreError) {
+            database = db
+            let op = "preparing statements"
+            begin = try db.prepare("BEGIN IMMEDIATE", operation: op)
+            commit = try db.prepare("COMMIT", operation: op)
+            rollback = try db.prepare("ROLLBACK", operation: op)
+            selectMessage = try db.prepare("SELECT final_event, final_at_ms FROM messages WHERE message_id = ?1",
+                                           operation: op)
+            insertMessage = try db.prepare("""
+                INSERT OR IGNORE INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms, time_to_live,
+                                      attempts, sends, last_error)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
+                """, operation: op)
+            deleteMessage = try db.prepare("DELETE FROM messages WHERE message_id = ?1", operation: op)
+            updateProgress = try db.prepare("""
+                UPDATE messages SET attempts = ?1, sends = ?2, last_error = ?3
+                WHERE message_id = ?4 AND final_event IS NULL
+                """, operation: op)
+            markFinal = try db.prepare("""
+                UPDATE messages SET final_event = ?1, final_at_ms = ?2 WHERE message_id = ?3 AND final_event IS NULL
+                """, operation: op)
+            insertEvent = try db.prepare("INSERT INTO events (seq, time_ms, line) VALUES (?1, ?2, ?3)", operation: op)
+            upsertHandedOver = try db.prepare(
+                "INSERT OR REPLACE INTO handed_over (message_id, at_ms) VALUES (?1, ?2)", operation: op)
+            updateLastSeq = try db.prepare("UPDATE store_state SET last_seq = ?1 WHERE id = 1", operation: op)
+            probe = try db.prepare("UPDATE store_state SET probe_ms = ?1 WHERE id = 1", operation: op)
+            pruneFinal = try db.prepare("""
+                DELETE FROM messages WHERE message_id IN (
+                    SELECT message_id FROM messages WHERE final_event IS NOT NULL AND final_at_ms < ?1
+                    ORDER BY final_at_ms LIMIT ?2)
+                """, operation: op)
+            pruneHandedOver = try db.prepare("""
+                DELETE FROM handed_over WHERE message_id IN (
+                    SELECT message_id FROM handed_over WHERE at_ms < ?1 ORDER BY at_ms LIMIT ?2)
+                """, operation: op)
+            oldestEvent = try db.prepare("SELECT seq, time_ms FROM events ORDER BY seq LIMIT 1", operation: op)
+            minCursor = try db.prepare("SELECT min(seq) FROM cursors", operation: op)
+            pruneEvents = try db.prepare(
+                "DELETE FROM events WHERE seq < ?1 AND (seq <= ?2 OR time_ms < ?3)", operation: op)
+            selectLive = try db.prepare("""
+                SELECT message_id, json, target, rate_key, accepted_at_ms, time_to_live, attempts, sends, last_error
+                FROM messages WHERE final_event IS NULL ORDER BY accept_seq
+                """, operation: op)
+            selectHandedOver = try db.prepare(
+                "SELECT message_id, at_ms FROM handed_over WHERE at_ms >= ?1 ORDER BY at_ms, message_id", operation: op)
+            selectEvents = try db.prepare(
+                "SELECT seq, time_ms, line FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2", operation: op)
+            upsertCursor = try db.prepare("""
+                INSERT INTO cursors (consumer, seq) VALUES (?1, ?2)
+                ON CONFLICT (consumer) DO UPDATE SET seq = max(seq, excluded.seq)
+                """, operation: op)
+        }
+    }
+}

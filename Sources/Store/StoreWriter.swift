@@ -1,0 +1,288 @@
+import CCS
+import Dispatch
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Group commit: takes the store operations of a loop turn and commits them as one transaction on its own
+/// serial queue, so disk writes never run on the event loop (issue 8).
+///
+/// - The driver calls `enqueue…` on the loop. The first operation of a turn posts an end-of-turn flush through
+///   `execute` (it runs after the turn's other work); `maxOperations` pending operations flush at once.
+/// - One commit in flight at a time; what arrives meanwhile forms the next batch, committed as soon as the
+///   current one completes. Results come back on the loop (through `execute`) as `Report`s, in commit order.
+/// - A retryable failure (disk full, database busy): the batch's inserts are answered `.failed` at once
+///   (`insertsFailed`; their submitters get a retryable rejection instead of waiting for the disk), the rest
+///   (events and progress of accepted messages) is retried with `retryDelay` backoff together with whatever
+///   arrived meanwhile (or, if nothing is left, an empty probe commit), and `unavailable` is reported for each
+///   failed try until one succeeds (`available`). Inserts enqueued while unavailable are answered `.failed`.
+/// - A fatal failure (corrupt, I/O error, read-only, …) is reported once (`fatal`); the batch's inserts are
+///   answered `.failed`, and the writer takes nothing more (the daemon stops with exit 5).
+///
+/// Threading: the queueing state is confined to the loop (every public call and every `execute`d closure run
+/// there); the store is used only on the writer's queue. Hence `@unchecked Sendable`.
+public final class StoreWriter: @unchecked Sendable {
+    public enum Report: Sendable, Equatable {
+        /// A batch committed: persisted inserts and journaled events, in order.
+        case committed(StoreCommitResult)
+        /// Inserts not stored because the store failed: each `.failed(reason:)`.
+        case insertsFailed([StorePersistResult])
+        /// A retryable failure; the writer retries after backoff.
+        case unavailable(StoreError)
+        /// A commit succeeded after `unavailable`.
+        case available
+        /// A failure that means the store cannot keep what it has; the writer stopped.
+        case fatal(StoreError)
+    }
+
+    public struct Configuration: Sendable {
+        /// Pending operations that trigger a commit before the turn ends. Default 1000.
+        public var maxOperations: Int
+        /// First retry delay after a retryable failure. Default 1 s.
+        public var retryBase: Duration
+        /// Longest retry delay. Default 30 s.
+        public var retryCap: Duration
+
+        public init(maxOperations: Int = 1000, retryBase: Duration = .seconds(1), retryCap: Duration = .seconds(30)) {
+            self.maxOperations = maxOperations
+            self.retryBase = retryBase
+            self.retryCap = retryCap
+        }
+    }
+
+    private enum State {
+        case running
+        /// Retryable failures in a row; the retry batch waits for its delay.
+        case unavailable(failures: Int, retry: StoreBatch, retryPending: Bool)
+        case fatal
+        case closed
+    }
+
+    private let store: StoreBox
+    private let configuration: Configuration
+    private let now: @Sendable () -> Int64
+    private let execute: @Sendable (@escaping @Sendable () -> Void) -> Void
+    private let report: (Report) -> Void
+    private let queue = DispatchQueue(label: "ccsd.store-writer")
+
+    // Loop-confined state.
+    private var pending = StoreBatch()
+    private var flushScheduled = false
+    private var inFlight = false
+    private var state = State.running
+    private var closeCompletion: (() -> Void)?
+    private var closedCompletion: (() -> Void)?
+    /// Commits attempted (successful or not), for tests and diagnostics. Read it on the loop.
+    public private(set) var commitCount = 0
+
+    /// - Parameters:
+    ///   - store: used only on the writer's queue from now on (after `load`, which the owner calls first).
+    ///   - now: the wall clock in milliseconds since 1970 (journal times, retention).
+    ///   - execute: posts a closure to the event loop, to run after the current turn; called from the loop and
+    ///     from the writer's queue, so it must be thread-safe (as `DispatchQueue.async` is).
+    ///   - report: called on the loop with every outcome.
+    public init(store: any MessageStore, configuration: Configuration = Configuration(),
+                now: @escaping @Sendable () -> Int64 = StoreWriter.wallClockMillis,
+                execute: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+                report: @escaping (Report) -> Void) {
+        self.store = StoreBox(store)
+        self.configuration = configuration
+        self.now = now
+        self.execute = execute
+        self.report = report
+    }
+
+    /// Milliseconds since 1970 from `CLOCK_REALTIME`.
+    public static let wallClockMillis: @Sendable () -> Int64 = {
+        var time = timespec()
+        clock_gettime(CLOCK_REALTIME, &time)
+        return Int64(time.tv_sec) * 1000 + Int64(time.tv_nsec) / 1_000_000
+    }
+
+    /// The delay before retry number `failures` (1-based) after retryable failures:
+    /// `min(retryBase · 2^(failures−1), retryCap)`. With the defaults: 1, 2, 4, 8, 16, 30, 30, … s.
+    public static func retryDelay(failures: Int, base: Duration, cap: Duration) -> Duration {
+        let exponent = min(max(failures - 1, 0), 30)
+        let delay = base * (1 << exponent)
+        return delay < cap ? delay : cap
+    }
+
+    // MARK: - Loop side
+
+    /// Queues a newly submitted message (answered in `committed(…).persisted`, or `insertsFailed`).
+    public func enqueue(_ insert: StoreBatch.Insert) {
+        switch state {
+        case .running:
+            pending.insert(insert)
+            pendingChanged()
+        case .unavailable:
+            let reason = "the store is unavailable"
+            let failed = [StorePersistResult(messageID: insert.record.messageID, line: insert.line,
+                                             outcome: .failed(reason: reason))]
+            execute { [self] in report(.insertsFailed(failed)) }
+        case .fatal, .closed:
+            return
+        }
+    }
+
+    /// Queues an event to journal (answered in `committed(…).journaled` / `recordedThrough`).
+    public func enqueue(_ record: StoreBatch.Record) {
+        guard accepting else { return }
+        pending.record(record)
+        pendingChanged()
+    }
+
+    /// Queues new attempt counters of a live message (not answered; the last one per message wins).
+    public func enqueueProgress(_ record: MessageRecord) {
+        guard accepting else { return }
+        pending.progress(record)
+        pendingChanged()
+    }
+
+    /// Commits what is pending, then closes the store on its queue and calls `completion` on the loop.
+    /// While the store is unavailable or after a fatal error, what is not committed is dropped: it was not
+    /// acknowledged to anyone (a restart resends or redelivers it).
+    public func close(_ completion: @escaping () -> Void) {
+        switch state {
+        case .closed: return
+        case .running:
+            closeCompletion = completion
+            if !inFlight { flush() }
+            finishCloseIfIdle()
+        case .unavailable, .fatal:
+            closeCompletion = completion
+            pending = StoreBatch()
+            state = .closed
+            finishCloseIfIdle()
+        }
+    }
+
+    private var accepting: Bool {
+        switch state {
+        case .running, .unavailable: true
+        case .fatal, .closed: false
+        }
+    }
+
+    private func pendingChanged() {
+        if pending.count >= configuration.maxOperations {
+            flush()
+        } else if !flushScheduled {
+            flushScheduled = true
+            execute { [self] in
+                flushScheduled = false
+                flush()
+            }
+        }
+    }
+
+    /// Starts a commit of what is pending, unless one is in flight or a retry is waiting for its delay.
+    private func flush() {
+        guard !inFlight, case .running = state, !pending.isEmpty else { return }
+        let batch = pending
+        pending = StoreBatch()
+        start(batch)
+    }
+
+    private func start(_ batch: StoreBatch) {
+        inFlight = true
+        commitCount += 1
+        let store = self.store
+        let now = self.now
+        queue.async { [self] in
+            let result: Result<StoreCommitResult, StoreError>
+            do throws(StoreError) {
+                result = .success(try store.store.commit(batch, nowUnixMillis: now()))
+            } catch {
+                result = .failure(error)
+            }
+            execute { [self] in finished(batch, result) }
+        }
+    }
+
+    private func finished(_ batch: StoreBatch, _ result: Result<StoreCommitResult, StoreError>) {
+        inFlight = false
+        switch result {
+        case .success(let committed):
+            if case .unavailable = state {
+                state = .running
+                report(.available)
+            }
+            report(.committed(committed))
+            if !flushScheduled { flush() }
+        case .failure(let error):
+            let inserts = batch.inserts
+            if !inserts.isEmpty {
+                report(.insertsFailed(inserts.map {
+                    StorePersistResult(messageID: $0.record.messageID, line: $0.line,
+                                       outcome: .failed(reason: error.description))
+                }))
+            }
+            if case .closed = state {
+                // Closing: nothing more is tried.
+            } else if error.retryable {
+                var failures = 1
+                if case .unavailable(let previous, _, _) = state { failures = previous + 1 }
+                state = .unavailable(failures: failures, retry: batch.withoutInserts, retryPending: true)
+                report(.unavailable(error))
+                let delay = StoreWriter.retryDelay(failures: failures, base: configuration.retryBase,
+                                                   cap: configuration.retryCap)
+                queue.asyncAfter(deadline: .now() + delay.timeInterval) { [self] in
+                    execute { [self] in retry() }
+                }
+            } else {
+                state = .fatal
+                pending = StoreBatch()
+                report(.fatal(error))
+            }
+        }
+        finishCloseIfIdle()
+    }
+
+    /// After a retry delay: the remaining batch plus what arrived meanwhile (an empty batch is a probe).
+    private func retry() {
+        guard case .unavailable(let failures, var batch, true) = state, !inFlight else { return }
+        batch.append(contentsOf: pending.withoutInserts)
+        let lateInserts = pending.inserts
+        pending = StoreBatch()
+        if !lateInserts.isEmpty {
+            report(.insertsFailed(lateInserts.map {
+                StorePersistResult(messageID: $0.record.messageID, line: $0.line,
+                                   outcome: .failed(reason: "the store is unavailable"))
+            }))
+        }
+        state = .unavailable(failures: failures, retry: StoreBatch(), retryPending: false)
+        start(batch)
+    }
+
+    private func finishCloseIfIdle() {
+        guard let completion = closeCompletion, !inFlight else { return }
+        if case .running = state, !pending.isEmpty { return }
+        closeCompletion = nil
+        closedCompletion = completion
+        state = .closed
+        let store = self.store
+        queue.async { [self] in
+            store.store.close()
+            execute { [self] in
+                let completion = closedCompletion
+                closedCompletion = nil
+                completion?()
+            }
+        }
+    }
+}
+
+/// The store, handed to the writer's queue (used there only).
+private final class StoreBox: @unchecked Sendable {
+    let store: any MessageStore
+    init(_ store: any MessageStore) { self.store = store }
+}
+
+extension Duration {
+    /// As `DispatchTimeInterval` (nanoseconds).
+    fileprivate var timeInterval: DispatchTimeInterval {
+        let (seconds, attoseconds) = components
+        return .nanoseconds(Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+    }
+}

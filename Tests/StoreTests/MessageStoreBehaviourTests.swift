@@ -1,0 +1,184 @@
+import CCS
+import Testing
+@testable import Store
+
+/// The rules every store keeps (issue 8 deliverable 3), run against the SQLite and the in-memory store.
+@Suite struct MessageStoreBehaviourTests {
+    @Test(arguments: StoreKind.allCases)
+    func roundTripLoadsOnlyLiveMessagesInAcceptOrderWithCounters(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        defer { store.close() }
+
+        let first = try store.commit(batch { b in
+            b.insert(insert("c", at: 1_000, line: 7))
+            b.insert(insert("a", at: 1_001, line: 8))
+            b.insert(insert("b", at: 1_002, line: 9))
+        }, nowUnixMillis: 2_000)
+        #expect(first.persisted == [
+            StorePersistResult(messageID: "c", line: 7, outcome: .stored),
+            StorePersistResult(messageID: "a", line: 8, outcome: .stored),
+            StorePersistResult(messageID: "b", line: 9, outcome: .stored),
+        ])
+        #expect(first.journaled == [
+            JournaledEvent(seq: 1, timeUnixMillis: 2_000, line: acceptedLine("c")),
+            JournaledEvent(seq: 2, timeUnixMillis: 2_000, line: acceptedLine("a")),
+            JournaledEvent(seq: 3, timeUnixMillis: 2_000, line: acceptedLine("b")),
+        ])
+        #expect(first.recordedThrough == nil)
+
+        var progressed = message("a")
+        progressed.attempts = 2
+        progressed.sends = 3
+        progressed.lastError = "SERVICE_UNAVAILABLE"
+        let second = try store.commit(batch { b in
+            b.progress(progressed)
+            b.record(final(1, "c"))
+        }, nowUnixMillis: 3_000)
+        #expect(second.persisted.isEmpty)
+        #expect(second.journaled == [JournaledEvent(seq: 4, timeUnixMillis: 3_000, line: finalLine("c"))])
+        #expect(second.recordedThrough == 1)
+
+        let snapshot = try store.load(nowUnixMillis: 4_000)
+        #expect(snapshot.live.map(\.record.messageID) == ["a", "b"])
+        #expect(snapshot.live.map(\.acceptedAtUnixMillis) == [1_001, 1_002])
+        let a = try #require(snapshot.live.first?.record)
+        #expect(a.attempts == 2 && a.sends == 3 && a.lastError == "SERVICE_UNAVAILABLE")
+        #expect(a.json == message("a").json && a.to == "tok-a" && a.rateKey == "tok-a" && a.timeToLive == 600)
+        #expect(a.acceptedAt == 1.001)
+        #expect(snapshot.lastSeq == 4)
+        #expect(try store.events(after: 0, limit: 10).map(\.seq) == [1, 2, 3, 4])
+        #expect(try store.events(after: 2, limit: 1).map(\.line) == [acceptedLine("b")])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aStoredMessageIDIsRefusedAndAFinalOneAnswersItsStoredOutcome(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let retention = StoreConfiguration(finalRetentionMillis: 10_000)
+        let store = try kind.make(in: directory, configuration: retention)
+        defer { store.close() }
+
+        // In one batch and across batches.
+        let first = try store.commit(batch(inserting: ["m", "m"]), nowUnixMillis: 1_000)
+        #expect(first.persisted.map(\.outcome) == [.stored, .duplicateLive])
+        #expect(first.journaled.count == 1)
+        #expect(try store.commit(batch(inserting: ["m"]), nowUnixMillis: 1_100).persisted.map(\.outcome)
+                == [.duplicateLive])
+
+        _ = try store.commit(batch { $0.record(final(1, "m", "nacked")) }, nowUnixMillis: 2_000)
+        let answered = try store.commit(batch(inserting: ["m"]), nowUnixMillis: 2_000 + 10_000)
+        #expect(answered.persisted.map(\.outcome) == [.duplicateFinal(outcome: finalLine("m", "nacked"))])
+        #expect(answered.journaled.isEmpty)
+        #expect(try store.load(nowUnixMillis: 12_000).live.isEmpty)
+
+        // Past the final retention the message_id is free again.
+        let again = try store.commit(batch(inserting: ["m"]), nowUnixMillis: 2_000 + 10_001)
+        #expect(again.persisted.map(\.outcome) == [.stored])
+        #expect(try store.load(nowUnixMillis: 12_001).live.map(\.record.messageID) == ["m"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aSecondFinalEventForAMessageKeepsTheFirst(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        defer { store.close() }
+        _ = try store.commit(batch(inserting: ["m"]), nowUnixMillis: 1_000)
+
+        let result = try store.commit(batch { b in
+            b.record(final(1, "m", "acked"))
+            b.record(final(2, "m", "expired"))
+        }, nowUnixMillis: 2_000)
+        #expect(result.journaled.map(\.line) == [finalLine("m", "acked")])
+        #expect(result.duplicateFinalRecords == [2])
+        #expect(result.recordedThrough == 2)
+        let later = try store.commit(batch { $0.record(final(3, "m", "nacked")) }, nowUnixMillis: 3_000)
+        #expect(later.journaled.isEmpty && later.duplicateFinalRecords == [3] && later.recordedThrough == 3)
+
+        #expect(try store.commit(batch(inserting: ["m"]), nowUnixMillis: 4_000).persisted.map(\.outcome)
+                == [.duplicateFinal(outcome: finalLine("m", "acked"))])
+        #expect(try store.events(after: 0, limit: 10).map(\.line) == [acceptedLine("m"), finalLine("m", "acked")])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func progressOfAFinalMessageIsIgnored(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        defer { store.close() }
+        var late = message("m")
+        late.attempts = 4
+        _ = try store.commit(batch { b in
+            b.insert(insert("m"))
+            b.insert(insert("n"))
+            b.record(final(1, "m"))
+            b.progress(late)
+        }, nowUnixMillis: 1_000)
+        #expect(try store.load(nowUnixMillis: 1_000).live.map(\.record.messageID) == ["n"])
+    }
+
+    @Test func progressInOneBatchKeepsTheLastPerMessage() {
+        var first = message("m")
+        first.attempts = 1
+        var second = message("m")
+        second.attempts = 2
+        let b = batch { b in
+            b.progress(first)
+            b.record(final(1, "x"))
+            b.progress(second)
+        }
+        #expect(b.operations == [.progress(second), .record(final(1, "x"))])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func eventsAreKeptUntilEveryConsumerAcknowledgedThem(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = try kind.make(in: directory, configuration: StoreConfiguration(eventsRetentionMillis: 1_000_000))
+        defer { store.close() }
+        _ = try store.commit(batch(inserting: ["a", "b", "c", "d", "e"]), nowUnixMillis: 1_000)
+
+        // No registered consumer: only the age limit prunes.
+        _ = try store.commit(batch(inserting: ["f"]), nowUnixMillis: 2_000)
+        #expect(try store.events(after: 0, limit: 100).map(\.seq) == [1, 2, 3, 4, 5, 6])
+
+        try store.acknowledgeEvents(consumer: "http", through: 3)
+        try store.acknowledgeEvents(consumer: "audit", through: 0)
+        _ = try store.commit(batch(inserting: ["g"]), nowUnixMillis: 3_000)
+        #expect(try store.events(after: 0, limit: 100).map(\.seq) == [1, 2, 3, 4, 5, 6, 7])
+
+        try store.acknowledgeEvents(consumer: "audit", through: 5)
+        try store.acknowledgeEvents(consumer: "http", through: 2)  // a cursor never moves back
+        _ = try store.commit(batch(inserting: ["h"]), nowUnixMillis: 4_000)
+        #expect(try store.events(after: 0, limit: 100).map(\.seq) == [4, 5, 6, 7, 8])
+
+        // The age limit passes, acknowledged or not.
+        _ = try store.commit(batch(inserting: ["i"]), nowUnixMillis: 1_003_500)
+        #expect(try store.events(after: 0, limit: 100).map(\.seq) == [8, 9])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func handedOverIDsAreKeptForTheDedupeWindow(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = try kind.make(in: directory, configuration: StoreConfiguration(dedupeWindowMillis: 600_000))
+        defer { store.close() }
+        let result = try store.commit(batch { b in
+            b.record(upstream(1, "u1"))
+            b.record(StoreBatch.Record(id: 2, line: #"{"event":"receipt"}"#, handedOverMessageID: "r1"))
+        }, nowUnixMillis: 10_000)
+        #expect(result.recordedThrough == 2)
+        _ = try store.commit(batch { $0.record(upstream(3, "u2")) }, nowUnixMillis: 20_000)
+
+        #expect(try store.load(nowUnixMillis: 20_000).handedOver == [
+            HandedOverMessage(messageID: "r1", atUnixMillis: 10_000),
+            HandedOverMessage(messageID: "u1", atUnixMillis: 10_000),
+            HandedOverMessage(messageID: "u2", atUnixMillis: 20_000),
+        ])
+        #expect(try store.load(nowUnixMillis: 610_001).handedOver.map(\.messageID) == ["u2"])
+    }
+
+    @Test(arguments: StoreKind.allCases)
+    func aClosedStoreThrows(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        store.close()
+        #expect(throws: StoreError.self) { try store.commit(batch(inserting: ["m"]), nowUnixMillis: 1) }
+    }
+}

@@ -1,0 +1,220 @@
+import CCS
+import CSQLite
+import Foundation
+import Testing
+@testable import Store
+
+/// What only the durable store does: survive a reopen, migrate, lock its directory, apply its pragmas.
+@Suite struct SQLiteMessageStoreTests {
+    @Test func liveMessagesJournalSeqAndHandedOverIDsSurviveAReopen() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        var progressed = message("b")
+        progressed.attempts = 1
+        progressed.sends = 2
+        progressed.lastError = "SERVICE_UNAVAILABLE"
+        do {
+            let store = try SQLiteMessageStore(directory: state)
+            defer { store.close() }
+            _ = try store.commit(batch(inserting: ["a", "b", "c"]), nowUnixMillis: 1_000)
+            _ = try store.commit(batch { b in
+                b.progress(progressed)
+                b.record(final(1, "a"))
+                b.record(upstream(2, "u1"))
+            }, nowUnixMillis: 2_000)
+        }
+        let store = try SQLiteMessageStore(directory: state)
+        defer { store.close() }
+        let snapshot = try store.load(nowUnixMillis: 3_000)
+        #expect(snapshot.live.map(\.record.messageID) == ["b", "c"])
+        #expect(snapshot.live.first?.record == {
+            var expected = MessageRecord(messageID: "b", json: message("b").json, to: "tok-b", rateKey: "tok-b",
+                                         acceptedAt: 1.0, acceptedAtUnixMillis: 1_000, timeToLive: 600)
+            expected.attempts = 1
+            expected.sends = 2
+            expected.lastError = "SERVICE_UNAVAILABLE"
+            return expected
+        }())
+        #expect(snapshot.handedOver == [HandedOverMessage(messageID: "u1", atUnixMillis: 2_000)])
+        #expect(snapshot.lastSeq == 5)
+        let next = try store.commit(batch(inserting: ["d"]), nowUnixMillis: 4_000)
+        #expect(next.journaled.map(\.seq) == [6])
+        #expect(try store.commit(batch(inserting: ["a"]), nowUnixMillis: 4_000).persisted.map(\.outcome)
+                == [.duplicateFinal(outcome: finalLine("a"))])
+    }
+
+    @Test func journalSeqIsNeverReusedEvenAfterEveryEventWasPruned() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        let configuration = StoreConfiguration(eventsRetentionMillis: 1_000)
+        do {
+            let store = try SQLiteMessageStore(directory: state, configuration: configuration)
+            defer { store.close() }
+            _ = try store.commit(batch(inserting: ["a", "b"]), nowUnixMillis: 1_000)
+            try store.acknowledgeEvents(consumer: "http", through: 2)
+            _ = try store.commit(StoreBatch(), nowUnixMillis: 1_000)  // a probe commit prunes too
+            #expect(try store.events(after: 0, limit: 10).isEmpty)
+        }
+        let store = try SQLiteMessageStore(directory: state, configuration: configuration)
+        defer { store.close() }
+        #expect(try store.load(nowUnixMillis: 5_000).lastSeq == 2)
+        #expect(try store.commit(batch(inserting: ["c"]), nowUnixMillis: 5_000).journaled.map(\.seq) == [3])
+    }
+
+    @Test func pruningIsBoundedPerCommit() throws {
+        let directory = TemporaryDirectory()
+        let configuration = StoreConfiguration(finalRetentionMillis: 100, eventsRetentionMillis: 100,
+                                               dedupeWindowMillis: 100, pruneLimitPerCommit: 2)
+        let store = try SQLiteMessageStore(directory: directory.path + "/state", configuration: configuration)
+        defer { store.close() }
+        let ids = (1...5).map { "m\($0)" }
+        _ = try store.commit(batch { b in
+            for id in ids { b.insert(insert(id)) }
+            for (n, id) in ids.enumerated() { b.record(final(UInt64(n + 1), id)) }
+            for n in 1...5 { b.record(upstream(UInt64(10 + n), "u\(n)")) }
+        }, nowUnixMillis: 1_000)
+        func rows(_ table: String) throws -> Int64 { try store.count(table) }
+        #expect(try rows("events") == 15 && rows("messages") == 5 && rows("handed_over") == 5)
+
+        _ = try store.commit(StoreBatch(), nowUnixMillis: 2_000)
+        #expect(try rows("events") == 13 && rows("messages") == 3 && rows("handed_over") == 3)
+        _ = try store.commit(StoreBatch(), nowUnixMillis: 2_000)
+        _ = try store.commit(StoreBatch(), nowUnixMillis: 2_000)
+        #expect(try rows("events") == 9 && rows("messages") == 0 && rows("handed_over") == 0)
+    }
+
+    @Test func synchronousIsFullByDefaultAndConfigurable() throws {
+        let directory = TemporaryDirectory()
+        do {
+            let store = try SQLiteMessageStore(directory: directory.path + "/full")
+            defer { store.close() }
+            #expect(try store.pragma("synchronous") == 2)  // FULL
+            #expect(try store.pragma("busy_timeout") == 5_000)
+        }
+        let store = try SQLiteMessageStore(directory: directory.path + "/normal",
+                                           configuration: StoreConfiguration(synchronous: .normal))
+        defer { store.close() }
+        #expect(try store.pragma("synchronous") == 1)  // NORMAL
+        #expect(try store.text("PRAGMA journal_mode") == "wal")
+    }
+
+    // MARK: - Schema versions
+
+    @Test func anEmptyDatabaseFileIsMigratedToTheCurrentVersion() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        #expect(FileManager.default.createFile(atPath: state + "/ccsd.sqlite3", contents: Data()))  // version 0
+        let store = try SQLiteMessageStore(directory: state)
+        defer { store.close() }
+        #expect(try store.pragma("user_version") == SQLiteSchema.currentVersion)
+        #expect(try store.commit(batch(inserting: ["a"]), nowUnixMillis: 1).persisted.map(\.outcome) == [.stored])
+    }
+
+    @Test func migrationsRunInOrderAndOnlyTheMissingOnes() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        do {
+            let store = try SQLiteMessageStore(directory: state)
+            defer { store.close() }
+            _ = try store.commit(batch(inserting: ["a"]), nowUnixMillis: 1)
+        }
+        // A later version adds a column; running migration 1 again would fail (its tables exist).
+        let later = SQLiteSchema.migrations + ["ALTER TABLE messages ADD COLUMN priority TEXT"]
+        let store = try SQLiteMessageStore(directory: state, configuration: StoreConfiguration(), migrations: later)
+        defer { store.close() }
+        #expect(try store.pragma("user_version") == SQLiteSchema.currentVersion + 1)
+        #expect(try store.load(nowUnixMillis: 1).live.map(\.record.messageID) == ["a"])
+    }
+
+    @Test func aDatabaseFromANewerVersionIsRefused() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        do {
+            let store = try SQLiteMessageStore(directory: state)
+            defer { store.close() }
+            _ = try store.commit(batch(inserting: ["a"]), nowUnixMillis: 1)
+            try store.execute("PRAGMA user_version = 99")
+        }
+        let error = #expect(throws: StoreError.self) { try SQLiteMessageStore(directory: state) }
+        #expect(error?.code == .schema)
+        #expect(error?.retryable == false)
+        #expect(error?.description == "store \(state)/ccsd.sqlite3: migrating the schema failed: the database has "
+            + "schema version 99 but this ccsd knows versions up to 1: it was written by a newer ccsd")
+        // Refused without touching it: the lock was released and the data is intact for the newer ccsd.
+        let raw = try RawConnection(path: state + "/ccsd.sqlite3")
+        #expect(try raw.integer("SELECT count(*) FROM messages") == 1)
+    }
+
+    // MARK: - The state directory
+
+    @Test func theStateDirectoryIsCreatedPrivate() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/var/lib/ccsd"
+        let store = try SQLiteMessageStore(directory: state)
+        defer { store.close() }
+        var info = stat()
+        #expect(stat(state, &info) == 0)
+        #expect(info.st_mode & 0o777 == 0o700)
+        #expect(FileManager.default.fileExists(atPath: state + "/ccsd.sqlite3"))
+        #expect(FileManager.default.fileExists(atPath: state + "/ccsd.lock"))
+    }
+
+    @Test func aSecondStoreOnTheSameDirectoryIsRefusedUntilTheFirstCloses() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        let first = try SQLiteMessageStore(directory: state)
+        let error = #expect(throws: StoreError.self) { try SQLiteMessageStore(directory: state) }
+        #expect(error?.code == .directoryInUse)
+        #expect(error?.description == "store \(state)/ccsd.lock: locking the state directory failed: another "
+            + "process holds the lock (is another ccsd running with this state directory?)")
+        first.close()
+        let second = try SQLiteMessageStore(directory: state)
+        second.close()
+    }
+
+    @Test func aStateDirectoryPathThatIsAFileIsAClearError() throws {
+        let directory = TemporaryDirectory()
+        let path = directory.path + "/file"
+        #expect(FileManager.default.createFile(atPath: path, contents: Data("x".utf8)))
+        let error = #expect(throws: StoreError.self) { try SQLiteMessageStore(directory: path) }
+        #expect(error?.description == "store \(path): creating the state directory failed: not a directory")
+    }
+}
+
+/// A plain SQLite connection beside the store (what an operator's `sqlite3` shell would be).
+final class RawConnection {
+    let handle: OpaquePointer
+
+    init(path: String) throws {
+        var db: OpaquePointer?
+        guard sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE, nil) == SQLITE_OK, let db else {
+            throw CommandFailed(command: "sqlite3_open_v2 \(path)", status: 1)
+        }
+        handle = db
+    }
+
+    deinit { sqlite3_close_v2(handle) }
+
+    func execute(_ sql: String) throws {
+        guard sqlite3_exec(handle, sql, nil, nil, nil) == SQLITE_OK else {
+            throw CommandFailed(command: sql + ": " + String(cString: sqlite3_errmsg(handle)), status: 1)
+        }
+    }
+
+    func integer(_ sql: String) throws -> Int64 {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v2(handle, sql, -1, &statement, nil) == SQLITE_OK else {
+            throw CommandFailed(command: sql + ": " + String(cString: sqlite3_errmsg(handle)), status: 1)
+        }
+        defer { sqlite3_finalize(statement) }
+        guard sqlite3_step(statement) == SQLITE_ROW else {
+            throw CommandFailed(command: sql + ": " + String(cString: sqlite3_errmsg(handle)), status: 1)
+        }
+        return sqlite3_column_int64(statement, 0)
+    }
+}
+
+extension SQLiteMessageStore {
+    func count(_ table: String) throws -> Int64 { try integer("SELECT count(*) FROM \(table)") }
+}

@@ -1,0 +1,170 @@
+import CCS
+import Testing
+@testable import Store
+
+/// Group commit: one transaction per loop turn (or per N operations), one commit in flight, retries and
+/// fatal failures reported to the loop.
+@Suite struct StoreWriterTests {
+    @Test(arguments: StoreKind.allCases)
+    func theOperationsOfOneTurnAreOneCommit(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try kind.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store)
+        loop.turn {
+            for n in 0..<500 { writer.enqueue(insert("m\(n)", line: n)) }
+            writer.enqueue(upstream(1, "u1"))
+        }
+        #expect(loop.waitUntil { $0.committed.count == 1 })
+        #expect(store.committedBatches.count == 1)
+        let result = try #require(loop.reports.committed.first)
+        #expect(result.persisted.count == 500 && result.persisted.allSatisfy { $0.outcome == .stored })
+        #expect(result.persisted.map(\.line) == (0..<500).map { $0 })
+        #expect(result.journaled.map(\.seq) == (1...501).map { Int64($0) })
+        #expect(result.recordedThrough == 1)
+
+        // The next turn is the next commit.
+        loop.turn { writer.enqueue(final(2, "m0")) }
+        #expect(loop.waitUntil { $0.committed.count == 2 })
+        #expect(store.committedBatches.count == 2)
+        #expect(try store.load(nowUnixMillis: 1_000).live.count == 499)
+        store.close()
+    }
+
+    @Test func maxOperationsCommitsEarlyAndWhatArrivesMeanwhileIsTheNextBatch() throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try StoreKind.sqlite.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store, configuration: .init(maxOperations: 1000))
+        // One turn of 2,500: the first 1,000 go at once; the loop is busy, so the commit's completion (and with
+        // it the next commit) waits for the turn's end; the other 1,500 form one batch.
+        loop.turn { for n in 0..<2500 { writer.enqueue(insert("m\(n)")) } }
+        #expect(loop.waitUntil { $0.persisted.count == 2500 })
+        #expect(store.committedBatches.map(\.count) == [1000, 1500])
+        #expect(loop.reports.persisted.map(\.messageID) == (0..<2500).map { "m\($0)" })
+        #expect(loop.turn { writer.commitCount } == 2)
+        store.close()
+    }
+
+    @Test func progressIsCoalescedPerMessageWithinABatch() throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try StoreKind.memory.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store)
+        loop.turn {
+            writer.enqueue(insert("m"))
+            for attempts in 1...10 {
+                var record = message("m")
+                record.attempts = attempts
+                writer.enqueueProgress(record)
+            }
+        }
+        #expect(loop.waitUntil { $0.committed.count == 1 })
+        #expect(store.committedBatches.first?.count == 2)
+        #expect(try store.load(nowUnixMillis: 1).live.first?.record.attempts == 10)
+    }
+
+    @Test func aRetryableFailureAnswersInsertsAndRetriesTheEventsUntilTheStoreTakesThem() throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try StoreKind.sqlite.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store, configuration: .init(retryBase: .milliseconds(1),
+                                                                        retryCap: .milliseconds(4)))
+        loop.turn { writer.enqueue(insert("accepted-before")) }
+        #expect(loop.waitUntil { $0.committed.count == 1 })
+
+        store.failNext(diskFull, diskFull)
+        loop.turn {
+            writer.enqueue(insert("new"))
+            writer.enqueue(final(1, "accepted-before"))
+        }
+        #expect(loop.waitUntil { $0.contains(.available) })
+        #expect(loop.waitUntil { $0.committed.count == 2 })
+        let reports = Array(loop.reports.dropFirst())
+        #expect(reports == [
+            .insertsFailed([StorePersistResult(messageID: "new", line: nil, outcome: .failed(reason:
+                "store /state/ccsd.sqlite3: committing a batch failed: database or disk is full (SQLITE_FULL)"))]),
+            .unavailable(diskFull),
+            .unavailable(diskFull),
+            .available,
+            .committed(StoreCommitResult(journaled: [JournaledEvent(seq: 2, timeUnixMillis: 1_000,
+                                                                    line: finalLine("accepted-before"))],
+                                         recordedThrough: 1)),
+        ])
+        // The failed tries and the successful retry carried the same event; the insert was not retried.
+        #expect(store.committedBatches.dropFirst().map(\.count) == [2, 1, 1])
+        #expect(try store.load(nowUnixMillis: 1).live.isEmpty)
+
+        // Taking messages again.
+        loop.turn { writer.enqueue(insert("later")) }
+        #expect(loop.waitUntil { $0.committed.count == 3 })
+        #expect(loop.reports.committed.last?.persisted.map(\.outcome) == [.stored])
+        store.close()
+    }
+
+    @Test func whileUnavailableInsertsAreAnsweredAtOnceAndAnEmptyRetryProbesTheStore() throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try StoreKind.memory.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store, configuration: .init(retryBase: .milliseconds(200),
+                                                                        retryCap: .milliseconds(200)))
+        store.failNext(diskFull)
+        loop.turn { writer.enqueue(insert("a")) }
+        #expect(loop.waitUntil { $0.contains(.unavailable(diskFull)) })
+        // The retry waits 200 ms: an insert now is answered without waiting for the disk.
+        loop.turn { writer.enqueue(insert("b")) }
+        #expect(loop.waitUntil { $0.persisted.map(\.messageID) == ["a", "b"] })
+        #expect(loop.reports.persisted.allSatisfy { if case .failed = $0.outcome { true } else { false } })
+        #expect(loop.waitUntil { $0.contains(.available) })
+        #expect(store.committedBatches.last == StoreBatch())  // the probe
+    }
+
+    @Test func aFatalFailureIsReportedOnceAndTheWriterStops() throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try StoreKind.memory.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store)
+        store.failNext(corrupt)
+        loop.turn {
+            writer.enqueue(insert("a"))
+            writer.enqueue(final(1, "x"))
+        }
+        #expect(loop.waitUntil { $0.contains(.fatal(corrupt)) })
+        loop.turn {
+            writer.enqueue(insert("b"))
+            writer.enqueue(final(2, "x"))
+        }
+        var closed = false
+        loop.turn { writer.close { closed = true } }
+        #expect(loop.waitUntil { _ in loop.turn { closed } })
+        #expect(loop.reports == [
+            .insertsFailed([StorePersistResult(messageID: "a", line: nil, outcome: .failed(reason: corrupt.description))]),
+            .fatal(corrupt),
+        ])
+        #expect(store.committedBatches.count == 1)
+        #expect(store.closed)
+    }
+
+    @Test func closeCommitsWhatIsPendingThenClosesTheStore() throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try StoreKind.sqlite.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store)
+        var closed = false
+        loop.turn {
+            writer.enqueue(insert("a"))
+            writer.close { closed = true }
+        }
+        #expect(loop.waitUntil { _ in loop.turn { closed } })
+        #expect(loop.reports.committed.map(\.persisted.count) == [1])
+        #expect(store.closed)
+        let reopened = try SQLiteMessageStore(directory: directory.path + "/state")
+        defer { reopened.close() }
+        #expect(try reopened.load(nowUnixMillis: 1).live.map(\.record.messageID) == ["a"])
+    }
+
+    @Test func retryDelayDoublesFromOneSecondToThirty() {
+        let delays = (1...8).map { StoreWriter.retryDelay(failures: $0, base: .seconds(1), cap: .seconds(30)) }
+        #expect(delays == [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })
+    }
+}
