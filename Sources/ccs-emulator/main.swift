@@ -22,6 +22,9 @@ let usage = """
       --control-port P          line-based control channel on 127.0.0.1:P (0 = ephemeral)
       --ready-file FILE         write {"ports":[...],"control_port":...} once listening
       --stats-file FILE         write the stats JSON on exit
+      --received-ids-file FILE  write on exit the message_ids seen: {"downstream_received":[...],
+                                "downstream_acked":[...],"upstream_sent":[...],"receipts_sent":[...],
+                                "client_acked":[...]} (upstream and receipt ids the client ACKed)
     fault modes (off by default):
       --end-after-login FORM    end every stream right after login, at the client's first message (never
                                 answered) or --end-after-login-delay-ms after login; FORM is one of
@@ -67,6 +70,7 @@ struct Options {
     var controlPort: Int?
     var readyFile: String?
     var statsFile: String?
+    var receivedIDsFile: String?
     var afterLoginFault: AfterLoginFault?
     var afterLoginFaultDelay = 100
     var ackRejection: AckRejection?
@@ -134,6 +138,7 @@ func parseOptions(_ arguments: [String]) -> Options {
         case "--control-port": options.controlPort = integer(flag, value(flag, inline: inline), 0...65535)
         case "--ready-file": options.readyFile = value(flag, inline: inline)
         case "--stats-file": options.statsFile = value(flag, inline: inline)
+        case "--received-ids-file": options.receivedIDsFile = value(flag, inline: inline)
         case "--end-after-login":
             let text = value(flag, inline: inline)
             guard let fault = AfterLoginFault(parsing: text) else {
@@ -242,6 +247,7 @@ if let readyFile = options.readyFile {
 }
 
 let statsFile = options.statsFile
+let receivedIDsFile = options.receivedIDsFile
 let controlChannel = control
 var signalSources: [DispatchSourceSignal] = []
 for signalNumber in [SIGTERM, SIGINT] {
@@ -254,6 +260,7 @@ for signalNumber in [SIGTERM, SIGINT] {
         let stats = emulator.stats()
         log("ccs-emulator: stats \(stats.json)")
         if let statsFile { writeFile(statsFile, stats.json + "\n") }
+        if let receivedIDsFile { writeFile(receivedIDsFile, emulator.messageIDs().json + "\n") }
         // A moment for the stream ends and close_notify to leave, then go.
         DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) { exit(0) }
     }

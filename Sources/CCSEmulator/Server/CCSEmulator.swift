@@ -71,6 +71,8 @@ public final class CCSEmulator: @unchecked Sendable {
     /// Upstream messages to redeliver once a connection is ready (none was when theirs closed).
     private var orphanUpstream: [(messageID: String, json: String)] = []
     private var acksLog: [ClientAck] = []
+    /// Upstream message_ids and receipt message_ids sent, first sends only (Stats/MessageIDLog.swift).
+    var sentLog = SentMessageIDs()
     private var replies: [ScheduledReply] = []
     private var repliesHead = 0
     private var replyTimer: TimerHandle?
@@ -524,6 +526,7 @@ public final class CCSEmulator: @unchecked Sendable {
         json.add("time_to_live", .int(0))
         json.add("from", configuration.jidDomain)
         connection.pendingReceipts.insert("dr2:\(originalMessageID)")
+        sentLog.receipt("dr2:\(originalMessageID)")
         connection.write(ServerStanzas.message(json: json.text, prefixed: true))
         counters.receiptsSent += 1
     }
@@ -532,6 +535,7 @@ public final class CCSEmulator: @unchecked Sendable {
 
     func deliverUpstream(messageID: String, json: String, on connection: EmulatorConnection) {
         connection.pendingUpstream[messageID] = (sequence: nextPendingSequence(), json: json)
+        sentLog.upstream(messageID)
         connection.write(ServerStanzas.message(json: json))
     }
 
