@@ -115,7 +115,7 @@ func run(connections: Int, options: BenchOptions, binaries: URL) throws -> Resul
     ccsd.executableURL = binaries.appendingPathComponent("ccsd")
     ccsd.arguments = ["run", "--endpoint", "127.0.0.1:\(port)", "--ca-file", directory.appendingPathComponent("ca.pem").path,
                       "--sender-id", "123456789012", "--server-key-file", keyFile, "--connections", "\(connections)",
-                      "--input", "-", "--events", "-", "--exit-when-done", "--log-level", "warning"]
+                      "--input", "-", "--events", "-", "--exit-when-done", "--log-level", "warning", "--store", "memory"]
     let input = Pipe(), output = Pipe()
     ccsd.standardInput = input
     ccsd.standardOutput = output
