@@ -47,6 +47,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     private var pendingExit: DaemonLifecycle.ExitCode?
     private var reportedCounts: (outstanding: Int, inFlight: Int) = (-1, -1)
     private var outletBroken = false
+    /// The writer reported the store unavailable (or failed inserts) and not yet available again.
+    private var storeDown = false
     /// Records already logged when they were made (invalid intake lines, logged without their value).
     private var loggedRecords: Set<UInt64> = []
     /// Unreadable CCS messages (nothing to ACK them by): each logged once, redeliveries counted.
@@ -322,12 +324,16 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             if let through = result.recordedThrough { actions += dispatcher.recorded(through: through, now: now()) }
             perform(actions)
         case .insertsFailed(let results):
+            // The store could not take them (a failed commit, or it is unavailable): their rejections go out now.
+            storeDown = true
             perform(dispatcher.persisted(results, now: now()))
         case .unavailable(let error):
+            storeDown = true
             logger.error("the store cannot take writes; intake rejects messages (retryable) until it recovers; nothing accepted is dropped",
                          ["path": error.path, "error": error.description])
             dispatcher.storeUnavailable(reason: error.description)
         case .available:
+            storeDown = false
             logger.info("the store takes writes again")
             dispatcher.storeAvailable()
         case .fatal(let error):
@@ -344,6 +350,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         line.removeLast()
         let separator = line.hasSuffix("{") ? "" : ","
         return line + separator + "\"seq\":\(event.seq),\"time\":\"\(rfc3339(unixMillis: event.timeUnixMillis))\"}\n"
+    }
+
+    /// An event not journaled (a rejection while the store is down): its object with `time` only.
+    static func unjournaledLine(_ event: DispatcherEvent, timeUnixMillis: Int64) -> String {
+        var line = objectText(event)
+        line.removeLast()
+        return line + ",\"time\":\"\(rfc3339(unixMillis: timeUnixMillis))\"}\n"
     }
 
     /// `2026-11-30T12:00:00.123Z` (RFC 3339, UTC, milliseconds).
@@ -384,6 +397,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             case .persist(let record, let line):
                 writer.enqueue(StoreBatch.Insert(record: record, line: line,
                                                  acceptedLine: Self.objectText(DispatcherEvent.accepted(messageID: record.messageID))))
+            case .record(let request) where storeDown && request.finalMessageID == nil && request.handedOverMessageID == nil:
+                // A rejection while the store cannot take writes: the submitter must learn it now (retryable),
+                // not once the disk has room again. It is written at once, not journaled (no `seq`); it
+                // releases nothing, so nothing else is handed over early.
+                outlet.append(Self.unjournaledLine(request.event, timeUnixMillis: wallClock()))
+                if !outlet.flush() { outletFailed() }
+                if loggedRecords.remove(request.id) == nil { log(request.event) }
             case .record(let request):
                 writer.enqueue(StoreBatch.Record(id: request.id, line: Self.objectText(request.event),
                                                  finalMessageID: request.finalMessageID,
