@@ -17,7 +17,12 @@ extension Configuration {
     public func openStore() throws(StoreError) -> any MessageStore {
         switch store {
         case .memory:
-            return InMemoryMessageStore(configuration: storeConfiguration)
+            // Nothing survives the process, so nothing is kept past its use either: final messages and events
+            // are dropped at once (memory follows the outstanding count, as before the store existed).
+            var configuration = storeConfiguration
+            configuration.finalRetentionMillis = 0
+            configuration.eventsRetentionMillis = 0
+            return InMemoryMessageStore(configuration: configuration)
         case .sqlite:
             return try SQLiteMessageStore(directory: stateDirectory ?? "/var/lib/ccsd", configuration: storeConfiguration)
         }
