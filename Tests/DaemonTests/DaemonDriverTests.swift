@@ -58,14 +58,17 @@ import XMPP
         let loop = ManualLoop()
         let inbox = Inbox()
         let outlet = MemoryOutlet()
-        let store = ControlledStore()
+        let store: ControlledStore
         let factory: MockConnectionFactory
         let daemon: CCSDaemon
         private final class CodeBox: Sendable { let value = Mutex<Int32?>(nil) }
         private let exitCode = CodeBox()
         var exited: Int32? { exitCode.value.withLock { $0 } }
 
-        init(store kind: Configuration.StoreKind = .sqlite, exitWhenDone: Bool = false) {
+        /// - Parameter sharing: the store of an earlier run (a restart).
+        init(store kind: Configuration.StoreKind = .sqlite, exitWhenDone: Bool = false, sharing: ControlledStore? = nil) {
+            store = sharing ?? ControlledStore()
+            let store = store
             factory = MockConnectionFactory(loop: loop)
             var configuration = Configuration()
             configuration.senderID = "123456789012"
@@ -235,5 +238,20 @@ import XMPP
         let nacks = h.events("nacked")
         #expect(nacks.count == 10)
         #expect(nacks.allSatisfy { $0["error"] == .string("SHUTDOWN") })
+    }
+
+    @Test func upstreamDedupeSurvivesARestart() {
+        let first = Harness()
+        first.startReady()
+        first.upstream("u-7")
+        #expect(first.settle { first.sentAcks().count == 1 })
+        #expect(first.events("upstream").count == 1)
+
+        // The next run on the same store: the redelivery is ACKed but not handed over again.
+        let second = Harness(sharing: first.store)
+        second.startReady()
+        second.upstream("u-7")
+        #expect(second.settle { second.sentAcks().count == 1 })
+        #expect(second.events("upstream").isEmpty)
     }
 }
