@@ -86,8 +86,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         dispatcherConfiguration.keepsMessagesOnStop = configuration.store == .sqlite
         self.dispatcher = Dispatcher(configuration: dispatcherConfiguration)
         self.lifecycle = DaemonLifecycle(configuration: configuration.lifecycleConfiguration(exitWhenDone: exitWhenDone))
-        self.writer = StoreWriter(store: store, configuration: writerConfiguration, now: wallClock, execute: post) { [unowned self] report in
-            self.handle(report)
+        self.writer = StoreWriter(store: store, configuration: writerConfiguration, now: wallClock, execute: post) { [weak self] report in
+            self?.handle(report)  // a late report after the daemon is gone (tests drop it after exit) is moot
         }
     }
 
