@@ -30,7 +30,7 @@ let package = Package(
         .target(name: "XMPP", dependencies: ["TLS", "XMLStream"]),
         .target(name: "CCS", dependencies: ["XMLStream", "XMPP"]),
         .target(name: "CCSEmulator", dependencies: ["TLS", "XMLStream", "XMPP", "CCS"]),
-        .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS"]),
+        .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "Store"]),
         // The durable message store (SQLite through Debian's libsqlite3) and the in-memory one.
         .target(name: "Store", dependencies: ["CCS", "CSQLite"]),
 
@@ -43,18 +43,18 @@ let package = Package(
         .target(name: "CorpusFixtures", dependencies: ["CCS"], path: "Tests/CorpusFixtures"),
         // Test support for the daemon's drivers (test targets only): a manual loop and clock, a mock XMPP
         // connection, an in-memory events outlet.
-        .target(name: "TestSupport", dependencies: ["Daemon", "CCS", "XMPP", "XMLStream"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Daemon", "CCS", "XMPP", "XMLStream", "Store"], path: "Tests/TestSupport"),
 
         // Unit tests: no sockets.
         .testTarget(name: "XMLStreamTests", dependencies: ["XMLStream"]),
         .testTarget(name: "XMPPTests", dependencies: ["XMPP", "XMLStream"]),
         .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "XMPP", "CorpusFixtures"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
-        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS", "TLS", "XMPP", "XMLStream", "TestSupport"]),
+        .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS", "TLS", "XMPP", "XMLStream", "TestSupport", "Store"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "CCS", "CSQLite"]),
         // Integration tests: real TLS on loopback against the emulator and Prosody.
         .testTarget(name: "IntegrationTests",
-                    dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures"]),
+                    dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures", "Store"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -5,7 +5,7 @@ import CCS
 /// the process. Commits never fail.
 public final class InMemoryMessageStore: MessageStore {
     private struct Entry {
-        var stored: StoredMessage
+        var record: MessageRecord
         var acceptSeq: Int64
         var finalEvent: String?
         var finalAt: Int64 = 0
@@ -36,15 +36,15 @@ public final class InMemoryMessageStore: MessageStore {
         let live = messages.values.filter { $0.finalEvent == nil }.sorted { $0.acceptSeq < $1.acceptSeq }
             .map { entry in
                 // As `SQLiteMessageStore.load`: `acceptedAt` in seconds since 1970, for the dispatcher to rebase.
-                let old = entry.stored.record
+                let old = entry.record
                 var record = MessageRecord(messageID: old.messageID, json: old.json, to: old.to, rateKey: old.rateKey,
-                                           acceptedAt: Double(entry.stored.acceptedAtUnixMillis) / 1000,
-                                           acceptedAtUnixMillis: entry.stored.acceptedAtUnixMillis,
+                                           acceptedAt: Double(old.acceptedAtUnixMillis) / 1000,
+                                           acceptedAtUnixMillis: old.acceptedAtUnixMillis,
                                            timeToLive: old.timeToLive)
                 record.attempts = old.attempts
                 record.sends = old.sends
                 record.lastError = old.lastError
-                return StoredMessage(record: record, acceptedAtUnixMillis: entry.stored.acceptedAtUnixMillis)
+                return record
             }
         let since = nowUnixMillis - configuration.dedupeWindowMillis
         let ids = handedOver.filter { $0.value >= since }
@@ -60,7 +60,7 @@ public final class InMemoryMessageStore: MessageStore {
             switch item {
             case .insert(let insert):
                 let id = insert.record.messageID
-                var outcome = StorePersistOutcome.stored
+                var outcome = PersistOutcome.stored
                 if let entry = messages[id] {
                     if let finalEvent = entry.finalEvent {
                         if entry.finalAt >= now - configuration.finalRetentionMillis {
@@ -72,16 +72,15 @@ public final class InMemoryMessageStore: MessageStore {
                 }
                 if outcome == .stored {
                     let seq = append(insert.acceptedLine, now: now, to: &result)
-                    messages[id] = Entry(stored: StoredMessage(record: insert.record,
-                                                               acceptedAtUnixMillis: insert.acceptedAtUnixMillis),
+                    messages[id] = Entry(record: insert.record,
                                          acceptSeq: seq)
                 }
-                result.persisted.append(StorePersistResult(messageID: id, line: insert.line, outcome: outcome))
+                result.persisted.append(PersistResult(messageID: id, line: insert.line, outcome: outcome))
             case .progress(let record):
                 guard var entry = messages[record.messageID], entry.finalEvent == nil else { continue }
-                entry.stored.record.attempts = record.attempts
-                entry.stored.record.sends = record.sends
-                entry.stored.record.lastError = record.lastError
+                entry.record.attempts = record.attempts
+                entry.record.sends = record.sends
+                entry.record.lastError = record.lastError
                 messages[record.messageID] = entry
             case .record(let record):
                 result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)

@@ -24,21 +24,6 @@ public protocol MessageStore: AnyObject {
     func close()
 }
 
-/// A stored downstream message with its wall-clock accept time (the time_to_live clock across restarts).
-///
-/// `record.acceptedAt` of a loaded message is `acceptedAtUnixMillis / 1000` (seconds since 1970): the
-/// dispatcher rebases it on its own monotonic clock when it restores the message.
-public struct StoredMessage: Sendable, Equatable {
-    public var record: MessageRecord
-    /// Wall clock at intake, milliseconds since 1970.
-    public var acceptedAtUnixMillis: Int64
-
-    public init(record: MessageRecord, acceptedAtUnixMillis: Int64) {
-        self.record = record
-        self.acceptedAtUnixMillis = acceptedAtUnixMillis
-    }
-}
-
 /// An upstream message or receipt whose event was written, remembered for the dedupe window.
 public struct HandedOverMessage: Sendable, Equatable {
     public var messageID: String
@@ -54,13 +39,16 @@ public struct HandedOverMessage: Sendable, Equatable {
 /// What a restart resumes (`MessageStore.load`).
 public struct StoreSnapshot: Sendable, Equatable {
     /// Messages that are not final, in accept order, with attempts, sends and lastError as last saved.
-    public var live: [StoredMessage]
+    /// `acceptedAtUnixMillis` is the wall clock at intake (the time_to_live clock across restarts);
+    /// `acceptedAt` is the same instant in seconds since 1970, for the driver to rebase onto its monotonic
+    /// clock before `Dispatcher.restore`.
+    public var live: [MessageRecord]
     /// Upstream ids handed over within the dedupe window, oldest first.
     public var handedOver: [HandedOverMessage]
     /// The highest journal sequence number ever given (0 for a new store); the next event gets a higher one.
     public var lastSeq: Int64
 
-    public init(live: [StoredMessage], handedOver: [HandedOverMessage], lastSeq: Int64) {
+    public init(live: [MessageRecord], handedOver: [HandedOverMessage], lastSeq: Int64) {
         self.live = live
         self.handedOver = handedOver
         self.lastSeq = lastSeq
@@ -71,17 +59,15 @@ public struct StoreSnapshot: Sendable, Equatable {
 public struct StoreBatch: Sendable, Equatable {
     /// A newly submitted message and its `accepted` event (journaled in the same transaction).
     public struct Insert: Sendable, Equatable {
+        /// The message; its `acceptedAtUnixMillis` (wall clock at intake) is stored as the time_to_live clock.
         public var record: MessageRecord
-        /// Wall clock at intake, milliseconds since 1970.
-        public var acceptedAtUnixMillis: Int64
         /// The intake line number, echoed in the persist result.
         public var line: Int?
         /// The `accepted` event as a JSON object text, without `seq` and `time`.
         public var acceptedLine: String
 
-        public init(record: MessageRecord, acceptedAtUnixMillis: Int64, line: Int?, acceptedLine: String) {
+        public init(record: MessageRecord, line: Int?, acceptedLine: String) {
             self.record = record
-            self.acceptedAtUnixMillis = acceptedAtUnixMillis
             self.line = line
             self.acceptedLine = acceptedLine
         }
@@ -169,31 +155,6 @@ public struct StoreBatch: Sendable, Equatable {
     public static func == (lhs: StoreBatch, rhs: StoreBatch) -> Bool { lhs.operations == rhs.operations }
 }
 
-/// The answer to one insert. (The design's `PersistResult`, kept in Store until the lead unifies it with the
-/// dispatcher's type in CCS.)
-public enum StorePersistOutcome: Sendable, Equatable {
-    /// Inserted; its `accepted` event is journaled.
-    case stored
-    /// The message_id is stored and not final: refused, never sent twice.
-    case duplicateLive
-    /// The message_id ended within the final retention: its stored final event (JSON object text).
-    case duplicateFinal(outcome: String)
-    /// The store could not take it (the writer's answer when a commit failed): reject, retryable.
-    case failed(reason: String)
-}
-
-public struct StorePersistResult: Sendable, Equatable {
-    public var messageID: String
-    public var line: Int?
-    public var outcome: StorePersistOutcome
-
-    public init(messageID: String, line: Int?, outcome: StorePersistOutcome) {
-        self.messageID = messageID
-        self.line = line
-        self.outcome = outcome
-    }
-}
-
 /// An event as the journal keeps it.
 public struct JournaledEvent: Sendable, Equatable {
     /// Increasing across the store's life (never reused, not even after pruning or a restart).
@@ -213,7 +174,7 @@ public struct JournaledEvent: Sendable, Equatable {
 /// What one commit did.
 public struct StoreCommitResult: Sendable, Equatable {
     /// One per insert, in batch order.
-    public var persisted: [StorePersistResult]
+    public var persisted: [PersistResult]
     /// Every event journaled by the commit, in seq order (accepted events and records interleaved as
     /// the batch had them).
     public var journaled: [JournaledEvent]
@@ -222,7 +183,7 @@ public struct StoreCommitResult: Sendable, Equatable {
     /// Record ids whose event was not journaled because their message already had a final event.
     public var duplicateFinalRecords: [UInt64]
 
-    public init(persisted: [StorePersistResult] = [], journaled: [JournaledEvent] = [],
+    public init(persisted: [PersistResult] = [], journaled: [JournaledEvent] = [],
                 recordedThrough: UInt64? = nil, duplicateFinalRecords: [UInt64] = []) {
         self.persisted = persisted
         self.journaled = journaled

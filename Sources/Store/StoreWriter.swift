@@ -26,7 +26,7 @@ public final class StoreWriter: @unchecked Sendable {
         /// A batch committed: persisted inserts and journaled events, in order.
         case committed(StoreCommitResult)
         /// Inserts not stored because the store failed: each `.failed(reason:)`.
-        case insertsFailed([StorePersistResult])
+        case insertsFailed([PersistResult])
         /// A retryable failure; the writer retries after backoff.
         case unavailable(StoreError)
         /// A commit succeeded after `unavailable`.
@@ -117,7 +117,7 @@ public final class StoreWriter: @unchecked Sendable {
             pendingChanged()
         case .unavailable:
             let reason = "the store is unavailable"
-            let failed = [StorePersistResult(messageID: insert.record.messageID, line: insert.line,
+            let failed = [PersistResult(messageID: insert.record.messageID, line: insert.line,
                                              outcome: .failed(reason: reason))]
             execute { [self] in report(.insertsFailed(failed)) }
         case .fatal, .closed:
@@ -214,7 +214,7 @@ public final class StoreWriter: @unchecked Sendable {
             let inserts = batch.inserts
             if !inserts.isEmpty {
                 report(.insertsFailed(inserts.map {
-                    StorePersistResult(messageID: $0.record.messageID, line: $0.line,
+                    PersistResult(messageID: $0.record.messageID, line: $0.line,
                                        outcome: .failed(reason: error.description))
                 }))
             }
@@ -247,7 +247,7 @@ public final class StoreWriter: @unchecked Sendable {
         pending = StoreBatch()
         if !lateInserts.isEmpty {
             report(.insertsFailed(lateInserts.map {
-                StorePersistResult(messageID: $0.record.messageID, line: $0.line,
+                PersistResult(messageID: $0.record.messageID, line: $0.line,
                                    outcome: .failed(reason: "the store is unavailable"))
             }))
         }

@@ -299,7 +299,8 @@ public struct StreamNegotiation: Sendable {
     private mutating func streamErrorReceived(_ stanza: XMLElement) -> [Action] {
         let condition = stanza.children.first { $0.namespace == XMLNamespace.streams && $0.name != "text" }?.name
             ?? "undefined-condition"
-        let text = stanza.child("text", namespace: XMLNamespace.streams)?.text ?? ""
+        // The server's text is shown (logs, the `connection` event), but never with our secret in it.
+        let text = credentials.redactingSecrets(stanza.child("text", namespace: XMLNamespace.streams)?.text ?? "")
         return fail(.streamError, condition: condition, message: text)
     }
 

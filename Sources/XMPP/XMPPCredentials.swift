@@ -44,13 +44,56 @@ public struct XMPPCredentials: Sendable, Equatable, CustomStringConvertible {
         "XMPPCredentials(\(bareJID), password: <redacted>)"
     }
 
-    /// `text` with every occurrence of the password, and of the PLAIN response that carries it, replaced
-    /// by `<redacted>`: for text that came from a peer and goes to logs or events.
+    /// `text` with every echo of the password, and of the PLAIN response that carries it, replaced by
+    /// `<redacted>`: for text that came from a peer (SASL failure text, stream error text) and goes to logs or
+    /// events.
+    ///
+    /// Partial and case-changed echoes count too: any run of `redactionWindow` (8) or more bytes that stands,
+    /// ignoring ASCII case, anywhere in a secret is redacted, so a server that echoes a truncated or
+    /// lowercased key does not leak most of it. (A secret shorter than the window is redacted only whole.)
     public func redactingSecrets(_ text: String) -> String {
+        let secrets = [password, plainInitialResponse].filter { !$0.isEmpty }
+        guard !secrets.isEmpty, !text.isEmpty else { return text }
         var result = text
-        for secret in [password, plainInitialResponse] where !secret.isEmpty {
+        for secret in secrets where secret.utf8.count < Self.redactionWindow {
             result = result.replacingOccurrences(of: secret, with: "<redacted>")
         }
-        return result
+        let window = Self.redactionWindow
+        var windows = Set<[UInt8]>()
+        for secret in secrets where secret.utf8.count >= window {
+            let bytes = Array(secret.utf8).map(Self.lowercased)
+            for start in 0...(bytes.count - window) { windows.insert(Array(bytes[start..<(start + window)])) }
+        }
+        guard !windows.isEmpty else { return result }
+        let bytes = Array(result.utf8)
+        guard bytes.count >= window else { return result }
+        let folded = bytes.map(Self.lowercased)
+        var redact = [Bool](repeating: false, count: bytes.count)
+        var found = false
+        for start in 0...(bytes.count - window) where windows.contains(Array(folded[start..<(start + window)])) {
+            for index in start..<(start + window) { redact[index] = true }
+            found = true
+        }
+        guard found else { return result }
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if redact[index] {
+                out += Array("<redacted>".utf8)
+                while index < bytes.count, redact[index] { index += 1 }
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Shortest run of a secret's bytes that `redactingSecrets` treats as an echo of it.
+    public static let redactionWindow = 8
+
+    private static func lowercased(_ byte: UInt8) -> UInt8 {
+        (0x41...0x5A).contains(byte) ? byte | 0x20 : byte
     }
 }

@@ -1,8 +1,10 @@
 // ccsd-bench: pushes N downstream messages through ccsd to the bundled CCS emulator (no ack delay) and
 // reports throughput, accept-to-ack latency, CPU and peak memory of both processes.
 //
-//   swift build -c release && .build/release/ccsd-bench --messages 100000 --connections 1,4 [--rate 10000]
+//   swift build -c release && .build/release/ccsd-bench --messages 100000 --connections 1,4 [--store memory,sqlite] [--rate 10000]
 //
+// `--store` lists the stores to compare in the same run (default both): `memory` keeps nothing across a restart;
+// `sqlite` is the durable default (each run gets a fresh state directory; synchronous FULL, group commit).
 // ccsd and the emulator run as separate processes (release builds next to this binary), so each one's
 // CPU time and peak RSS are its own. Latency is measured from the `accepted` event to the `acked` event as
 // this driver reads them from ccsd's events outlet.
@@ -12,6 +14,7 @@ import Foundation
 struct BenchOptions {
     var messages = 50_000
     var connections = [1, 4]
+    var stores = ["memory", "sqlite"]
     var ackLatencyMilliseconds = 0
     /// Messages per second written to ccsd's input; 0 = as fast as possible (a flood: latency then
     /// includes the wait in ccsd's queue).
@@ -27,11 +30,17 @@ func parseOptions() -> BenchOptions {
         switch flag {
         case "--messages": options.messages = Int(arguments.next() ?? "") ?? options.messages
         case "--connections": options.connections = (arguments.next() ?? "").split(separator: ",").compactMap { Int($0) }
+        case "--store":
+            options.stores = (arguments.next() ?? "").split(separator: ",").map(String.init)
+            guard !options.stores.isEmpty, options.stores.allSatisfy({ $0 == "memory" || $0 == "sqlite" }) else {
+                FileHandle.standardError.write(Data("ccsd-bench: --store takes memory, sqlite or both (memory,sqlite)\n".utf8))
+                exit(2)
+            }
         case "--ack-latency-ms": options.ackLatencyMilliseconds = Int(arguments.next() ?? "") ?? 0
         case "--row-only": options.rowOnly = true
         case "--rate": options.rate = Int(arguments.next() ?? "") ?? 0
         default:
-            FileHandle.standardError.write(Data("usage: ccsd-bench [--messages N] [--connections 1,4] [--ack-latency-ms N] [--rate MSGS_PER_S]\n".utf8))
+            FileHandle.standardError.write(Data("usage: ccsd-bench [--messages N] [--connections 1,4] [--store memory,sqlite] [--ack-latency-ms N] [--rate MSGS_PER_S]\n".utf8))
             exit(2)
         }
     }
@@ -70,6 +79,7 @@ func percentile(_ sorted: [Double], _ p: Double) -> Double {
 }
 
 struct Result {
+    var store: String
     var connections: Int
     var messages: Int
     var acked: Int
@@ -83,7 +93,7 @@ struct Result {
     var violations: String
 }
 
-func run(connections: Int, options: BenchOptions, binaries: URL) throws -> Result {
+func run(store: String, connections: Int, options: BenchOptions, binaries: URL) throws -> Result {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("ccsd-bench-\(UUID().uuidString)")
     try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
     defer { try? FileManager.default.removeItem(at: directory) }
@@ -115,7 +125,8 @@ func run(connections: Int, options: BenchOptions, binaries: URL) throws -> Resul
     ccsd.executableURL = binaries.appendingPathComponent("ccsd")
     ccsd.arguments = ["run", "--endpoint", "127.0.0.1:\(port)", "--ca-file", directory.appendingPathComponent("ca.pem").path,
                       "--sender-id", "123456789012", "--server-key-file", keyFile, "--connections", "\(connections)",
-                      "--input", "-", "--events", "-", "--exit-when-done", "--log-level", "warning"]
+                      "--input", "-", "--events", "-", "--exit-when-done", "--log-level", "warning",
+                      "--store", store, "--state-dir", directory.appendingPathComponent("state").path]
     let input = Pipe(), output = Pipe()
     ccsd.standardInput = input
     ccsd.standardOutput = output
@@ -188,7 +199,7 @@ func run(connections: Int, options: BenchOptions, binaries: URL) throws -> Resul
         violations = stats["flow_control_violations"].map { $0.serialized() } ?? "?"
     }
     latencies.sort()
-    return Result(connections: connections, messages: messages, acked: latencies.count, seconds: lastAcked - firstAccepted,
+    return Result(store: store, connections: connections, messages: messages, acked: latencies.count, seconds: lastAcked - firstAccepted,
                   p50: percentile(latencies, 0.5), p99: percentile(latencies, 0.99),
                   ccsdCPU: ccsdCPU, ccsdPeakKiB: Int(usage.ru_maxrss),
                   emulatorCPU: emulatorUsage.cpu, emulatorPeakKiB: emulatorUsage.peakKiB, violations: violations)
@@ -198,17 +209,18 @@ let options = parseOptions()
 let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
 if !options.rowOnly {
 print("ccsd-bench: \(options.messages) messages, \(options.rate > 0 ? "\(options.rate) msgs/s offered" : "flood"), ack latency \(options.ackLatencyMilliseconds) ms, binaries in \(binaries.path)")
-print("| connections | acked | msgs/s | p50 ms | p99 ms | ccsd CPU s/10k | ccsd peak RSS MiB | emulator CPU s/10k | emulator peak RSS MiB | flow-control violations |")
-print("|---|---|---|---|---|---|---|---|---|---|")
+print("| store | connections | acked | msgs/s | p50 ms | p99 ms | ccsd CPU s/10k | ccsd peak RSS MiB | emulator CPU s/10k | emulator peak RSS MiB | flow-control violations |")
+print("|---|---|---|---|---|---|---|---|---|---|---|")
 }
 fflush(nil)
 var failed = false
 for connections in options.connections {
+  for store in options.stores {
     // Children's usage accumulates: run each configuration in its own process so the numbers stay apart.
-    if options.connections.count > 1 {
+    if options.connections.count > 1 || options.stores.count > 1 {
         let child = Process()
         child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        child.arguments = ["--messages", "\(options.messages)", "--connections", "\(connections)",
+        child.arguments = ["--messages", "\(options.messages)", "--connections", "\(connections)", "--store", store,
                            "--ack-latency-ms", "\(options.ackLatencyMilliseconds)", "--rate", "\(options.rate)", "--row-only"]
         child.environment = ProcessInfo.processInfo.environment
         try child.run()
@@ -217,10 +229,10 @@ for connections in options.connections {
         continue
     }
     do {
-        let r = try run(connections: connections, options: options, binaries: binaries)
+        let r = try run(store: store, connections: connections, options: options, binaries: binaries)
         let per10k = 10_000 / Double(max(r.messages, 1))
-        print(String(format: "| %d | %d | %.0f | %.2f | %.2f | %.3f | %.1f | %.3f | %.1f | %@ |",
-                     r.connections, r.acked, Double(r.acked) / max(r.seconds, 1e-9), r.p50 * 1000, r.p99 * 1000,
+        print(String(format: "| %@ | %d | %d | %.0f | %.2f | %.2f | %.3f | %.1f | %.3f | %.1f | %@ |",
+                     r.store, r.connections, r.acked, Double(r.acked) / max(r.seconds, 1e-9), r.p50 * 1000, r.p99 * 1000,
                      r.ccsdCPU * per10k, Double(r.ccsdPeakKiB) / 1024, r.emulatorCPU * per10k,
                      Double(r.emulatorPeakKiB) / 1024, r.violations))
         failed = failed || r.acked != r.messages
@@ -229,5 +241,6 @@ for connections in options.connections {
         print("error: \(error)")
         failed = true
     }
+  }
 }
 exit(failed ? 1 : 0)

@@ -267,4 +267,30 @@ import Testing
         #expect(refusal?["check"] == "jid_domain and the endpoint host")
         #expect(refusal.flatMap { Int($0["next_attempt_seconds"] ?? "") }.map { (240...360).contains($0) } == true)
     }
+
+    // MARK: Stop with a durable store
+
+    /// `keepsMessagesOnStop` (a durable store): an authentication failure ends nothing; every accepted message
+    /// stays outstanding (stored, sent after the restart), including one whose insert commits after the stop.
+    @Test func authenticationFailureWithADurableStoreKeepsEveryMessage() {
+        var h = Harness()
+        var configuration = h.dispatcher.configuration
+        configuration.keepsMessagesOnStop = true
+        h.dispatcher = Dispatcher(configuration: configuration)
+        h.apply(h.dispatcher.start(now: 0))
+        h.accept("m-1")
+        h.holdPersists = true
+        h.accept("m-2")
+        h.apply(h.dispatcher.connectionEnded(1, .authenticationFailed(reason: "not-authorized"), now: 0))
+        #expect(h.stops == ["not-authorized"])
+        h.answerPersists()
+        h.advance(to: 1000)
+        #expect(h.opened.count == 1)
+        #expect(h.finalEvents(for: "m-1").isEmpty && h.finalEvents(for: "m-2").isEmpty)
+        #expect(h.dispatcher.outstanding == 2)
+        #expect(h.sends.isEmpty)
+        // New messages are refused (not retryable: ccsd stopped).
+        h.accept("m-3")
+        guard case .rejected(_, _, _, _, false, nil)? = h.events.last else { Issue.record("expected rejected"); return }
+    }
 }

@@ -147,9 +147,11 @@ private extension ReconnectPolicy.SlotState {
         #expect(h.stops.isEmpty)
     }
 
-    /// A server that ends every stream 50 ms after login, for ten minutes: with the production defaults at
-    /// most 6 attempts in any 30 s, and the message in flight goes out at most once per attempt.
-    @Test func persistentDeathAfterLoginMakesAHandfulOfAttemptsPer30SecondsAndBoundedResends() {
+    /// A server that ends every stream 50 ms after login (or drains it, and closes it 50 ms later), for ten
+    /// minutes: with the production defaults at most 6 attempts in any 30 s, and the message in flight goes
+    /// out at most once per attempt.
+    @Test(arguments: [false, true])
+    func persistentDeathAfterLoginMakesAHandfulOfAttemptsPer30SecondsAndBoundedResends(drainFirst: Bool) {
         var h = Harness()
         h.apply(h.dispatcher.start(now: 0))
         h.accept("m-1")
@@ -161,6 +163,7 @@ private extension ReconnectPolicy.SlotState {
                 handled += 1
                 if handled > opens.count { opens.append(h.now) }
                 h.apply(h.dispatcher.connectionReady(id, now: h.now))
+                if drainFirst { h.receive(.control(controlType: "CONNECTION_DRAINING"), on: id) }
                 h.now += 0.05
                 h.apply(h.dispatcher.connectionEnded(id, .lost(reason: "stream closed by server"), now: h.now))
             }
@@ -186,9 +189,9 @@ private extension ReconnectPolicy.SlotState {
         h.apply(h.dispatcher.connectionReady(2, now: h.now))
         h.receive(.control(controlType: .connectionDraining), on: 2)
         #expect(h.opened.count == 2, "a second drain 0 s after login opened its replacement at once")
-        h.advance(to: h.now + 0.79)
-        #expect(h.opened.count == 2, "the backoff after a second young drain is at least 0.8 s")
-        h.advance(to: h.now + 0.42)
+        h.advance(to: h.now + 1.59)
+        #expect(h.opened.count == 2, "the backoff after a second young drain is at least 1.6 s")
+        h.advance(to: h.now + 0.82)
         #expect(h.opened.map(\.endpoint) == [primary, secondary, primary])
         // A drain after a healthy connection opens the replacement at once and clears the failures.
         h.apply(h.dispatcher.connectionReady(3, now: h.now))
@@ -197,12 +200,29 @@ private extension ReconnectPolicy.SlotState {
         #expect(h.opened.map(\.endpoint) == [primary, secondary, primary, secondary])
     }
 
+    /// With every jitter draw at its shortest (u = -1), a slot whose connections all die (or drain) 50 ms after
+    /// login makes at most 6 attempts in any 30 s.
+    @Test(arguments: [ReconnectPolicy.Ending.droppedAfter(seconds: 0.05), .drainedAfter(seconds: 0.05), .neverLoggedIn])
+    func worstCaseJitterStillMakesAtMostSixAttemptsPer30Seconds(ending: ReconnectPolicy.Ending) {
+        let policy = ReconnectPolicy(backoff: Backoff(base: 1, cap: 60), refusedBackoff: Backoff(base: 300, cap: 3600))
+        var state = ReconnectPolicy.SlotState()
+        var attempts: [Double] = [0]
+        while attempts.last! < 300 {
+            let decision = policy.next(after: ending, state: &state, u: -1)
+            attempts.append(attempts.last! + 0.05 + decision.delay)
+        }
+        for start in attempts {
+            let inWindow = attempts.filter { $0 >= start && $0 < start + 30 }.count
+            #expect(inWindow <= 6, "\(inWindow) attempts in the 30 s from \(start)")
+        }
+    }
+
     @Test func drainPolicyAlone() {
         let policy = ReconnectPolicy(backoff: Backoff(base: 1, cap: 60), refusedBackoff: Backoff(base: 300, cap: 3600))
         var state = ReconnectPolicy.SlotState()
         #expect(policy.next(after: .drainedAfter(seconds: 1), state: &state, u: 0) == .init(delay: 0, switchEndpoint: true))
-        #expect(policy.next(after: .drainedAfter(seconds: 1), state: &state, u: 0) == .init(delay: 1, switchEndpoint: true))
         #expect(policy.next(after: .drainedAfter(seconds: 1), state: &state, u: 0) == .init(delay: 2, switchEndpoint: true))
+        #expect(policy.next(after: .drainedAfter(seconds: 1), state: &state, u: 0) == .init(delay: 4, switchEndpoint: true))
         #expect(policy.next(after: .drainedAfter(seconds: 10), state: &state, u: 0) == .init(delay: 0, switchEndpoint: true))
         #expect(state == ReconnectPolicy.SlotState())
     }

@@ -27,15 +27,25 @@ import Testing
             #expect(error.description.contains(Self.secret) || error.rule.contains(Self.secret) || error.code == .conflict,
                     "the precise error (for the event) should still show the value: \(error.description)")
             #expect(!error.logDescription.contains(Self.secret), "\(error.logDescription)")
-            #expect(error.logDescription == "\(error.field): \(error.code.logSummary)")
+            #expect(error.logDescription == "\(ValidationError.logSafeField(error.field)): \(error.code.logSummary)")
         }
+    }
+
+    /// An app's data keys are message content: logs show their length only.
+    @Test func dataKeysAreNotLogged() {
+        #expect(ValidationError.logSafeField("data.googlePAYLOADSENTINEL") == "data.…(21)")
+        #expect(ValidationError.logSafeField("message.android.data.from") == "message.android.data.…(4)")
+        #expect(ValidationError.logSafeField("data") == "data")
+        #expect(ValidationError.logSafeField("message.data") == "message.data")
     }
 
     @Test func longFieldComponentsAreShortenedLikeTokens() {
         let key = String(repeating: "k", count: 8) + Self.secret + String(repeating: "k", count: 40)
         let error = ValidationError(code: .dataValue, field: "data." + key, rule: "must be a string", value: "1")
-        #expect(error.logDescription == "data.kkkkkkkk…(\(key.count)): must be a string (data values are strings)")
+        #expect(error.logDescription == "data.…(\(key.count)): must be a string (data values are strings)")
         #expect(ValidationError.logSafeField("notification.title") == "notification.title")
+        #expect(ValidationError.logSafeField("kkkkkkkk\(Self.secret)kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk")
+                == "kkkkkkkk…(\(Self.secret.count + 44))")
         #expect(ValidationError(code: .lineTooLong, field: "", rule: "the line is longer than 65536 bytes").logDescription
                 == "the line is too long")
     }

@@ -6,7 +6,7 @@ import XMLStream
 import XMPP
 
 /// The lifecycle driven through the seams (`LoopScheduler`, `XMPPConnectionFactory`, `EventSink`) by a
-/// minimal driver, the shape the `CCSDaemon` rewrite will take: the pieces fit, and time is bounded on the
+/// minimal driver (the real one, `CCSDaemon`, is tested in DaemonDriverTests): the pieces fit, and time is bounded on the
 /// manual clock. No sockets.
 @Suite struct LifecycleDriverTests {
     /// Performs lifecycle actions on a manual loop with mock connections; answers on later turns.

@@ -10,16 +10,23 @@ import Testing
 
     /// Runs a product with `arguments` and no input; returns its exit code and stderr. Bounded: killed by PID after 20 s.
     func run(_ product: String, _ arguments: [String], environment: [String: String] = [:]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try Self.runProcess(Self.binDirectory.appendingPathComponent(product), arguments, environment: environment)
+    }
+
+    /// Runs `executable` with no input, waiting at most `timeout` seconds (then killed by its PID); returns its
+    /// exit code and what it wrote to stdout and stderr.
+    static func runProcess(_ executable: URL, _ arguments: [String], environment: [String: String]? = [:],
+                           timeout: Double = 20) throws -> (status: Int32, stdout: String, stderr: String) {
         let process = Process()
-        process.executableURL = Self.binDirectory.appendingPathComponent(product)
+        process.executableURL = executable
         process.arguments = arguments
-        process.environment = environment
+        if let environment { process.environment = environment }
         let out = Pipe(), err = Pipe()
         process.standardOutput = out
         process.standardError = err
         process.standardInput = FileHandle.nullDevice
         try process.run()
-        let deadline = Date().addingTimeInterval(20)
+        let deadline = Date().addingTimeInterval(timeout)
         while process.isRunning && Date() < deadline { usleep(10_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()

@@ -46,7 +46,9 @@ final class CCSDProcess: @unchecked Sendable {
         process.executableURL = CommandLineTests.binDirectory.appendingPathComponent("ccsd")
         process.arguments = ["run", "--endpoint", "localhost:\(ports[0])", "--ca-file", directory + "/ca.pem",
                              "--sender-id", Self.senderID, "--server-key-file", keyFile,
-                             "--input", inputPath, "--events", eventsPath] + extraArguments
+                             "--input", inputPath, "--events", eventsPath]
+            // Each run its own state directory (the default store, sqlite), unless the test chose one.
+            + (extraArguments.contains("--state-dir") ? [] : ["--state-dir", directory + "/state"]) + extraArguments
         process.environment = [:]
         _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)

@@ -28,8 +28,10 @@ final class DaemonRun: Sendable {
     ///   - eventsPath: where events go (default: a file in the run's directory).
     ///   - inputPath: read input from this path instead of the pipe that `send` writes to.
     ///   - logPath: write ccsd's log (info and up) to this file instead of errors only to stderr.
+    ///   - store: `.sqlite` (default, in the run's own temporary state directory) or `.memory`.
+    ///   - stateDirectory: the SQLite store's directory (default: `state` in the run's directory).
     init(key: String? = nil, exitWhenDone: Bool = true, eventsPath: String? = nil, inputPath: String? = nil,
-         logPath: String? = nil,
+         logPath: String? = nil, store: Configuration.StoreKind = .sqlite, stateDirectory: String? = nil,
          emulator adjustEmulator: (inout EmulatorConfiguration) -> Void = { _ in },
          daemon adjustDaemon: (inout Configuration) -> Void = { _ in }) throws {
         directory = NSTemporaryDirectory() + "ccsd-e2e-\(UUID().uuidString)"
@@ -50,6 +52,8 @@ final class DaemonRun: Sendable {
         configuration.retryBackoff = Backoff(base: 0.05, cap: 0.2)
         configuration.rateLimitBackoff = Backoff(base: 0.05, cap: 0.2)
         configuration.reconnectBackoff = Backoff(base: 0.2, cap: 1)
+        configuration.store = store
+        configuration.stateDirectory = stateDirectory ?? directory + "/state"
         adjustDaemon(&configuration)
 
         self.eventsPath = eventsPath ?? directory + "/events.jsonl"
@@ -59,14 +63,14 @@ final class DaemonRun: Sendable {
         let box = exitCode
         let logger = logPath.map { Logger(minimum: .info, fileDescriptor: open($0, O_WRONLY | O_CREAT | O_TRUNC, 0o600)) }
             ?? Logger(minimum: .error)
-        daemon = CCSDaemon(configuration: configuration, outlet: outlet, logger: logger, loop: loop,
-                           exitWhenDone: exitWhenDone) { code in box.value.withLock { $0 = code } }
+        daemon = CCSDaemon(configuration: configuration, store: try configuration.openStore(), outlet: outlet, logger: logger,
+                           loop: loop, exitWhenDone: exitWhenDone) { code in box.value.withLock { $0 = code } }
         inputReader = pipe.fileHandleForReading
         let reader = try IntakeReader(path: inputPath ?? "/proc/self/fd/\(inputReader.fileDescriptor)", daemon: daemon,
                                       fifoEnd: .whenWritersLeave)
         let daemon = daemon
+        daemon.attachIntake { reader.start() }
         loop.execute { daemon.start() }
-        reader.start()
     }
 
     /// Writes JSON lines to ccsd's input.
@@ -100,7 +104,7 @@ final class DaemonRun: Sendable {
     func stop() {
         endInput()
         let daemon = daemon
-        if exited == nil { loop.execute { daemon.finish(code: 0) } }
+        if exited == nil { loop.execute { daemon.signal(.terminate) } }
         emulator.stop()
     }
 

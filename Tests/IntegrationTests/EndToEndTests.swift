@@ -128,8 +128,12 @@ import CorpusFixtures
         #expect(run.emulator.stats().downstreamReceived == 6 + 2)  // six valid messages, two retried once
     }
 
+    /// With the durable store (the default) the accepted messages stay stored (no AUTHENTICATION_FAILED
+    /// nacks): once the operator fixes the key, the next start with the same state directory sends them.
     @Test func authenticationFailureStopsWithAClearErrorAndNoStorm() async throws {
-        let run = try DaemonRun(key: "not-the-key", daemon: { $0.connections = 2 })
+        let stateDirectory = NSTemporaryDirectory() + "ccsd-e2e-state-\(UUID().uuidString)"
+        defer { try? FileManager.default.removeItem(atPath: stateDirectory) }
+        let run = try DaemonRun(key: "not-the-key", stateDirectory: stateDirectory, daemon: { $0.connections = 2 })
         defer { run.stop(); run.cleanUp() }
         run.send(DaemonRun.messages(3, prefix: "a"))
         await waitUntil("ccsd stops", timeout: 20) { run.exited != nil }
@@ -139,10 +143,35 @@ import CorpusFixtures
         #expect(failuresAtStop >= 1 && failuresAtStop <= 2)
         try await Task.sleep(for: .milliseconds(1500))
         #expect(run.emulator.stats().authFailures == failuresAtStop)
-        // Every accepted message was told its fate.
+        // Nothing accepted ended: it is kept for the next start.
+        let accepted = run.events("accepted").compactMap { $0["message_id"]?.stringValue }
+        #expect(run.events("nacked").isEmpty)
+        #expect(run.finalCounts.isEmpty)
+        // The key is in no event.
+        #expect(!((try? String(contentsOfFile: run.eventsPath, encoding: .utf8)) ?? "").contains("not-the-key"))
+
+        // The key fixed: the same state directory resumes them, each acked once.
+        let fixed = try DaemonRun(stateDirectory: stateDirectory)
+        defer { fixed.stop(); fixed.cleanUp() }
+        fixed.endInput()
+        await waitUntil("ccsd exits once the kept messages are final", timeout: 30) { fixed.exited != nil }
+        #expect(fixed.exited == 0)
+        #expect(fixed.finalCounts == Dictionary(uniqueKeysWithValues: accepted.map { ($0, 1) }))
+        #expect(fixed.events("acked").count == accepted.count)
+    }
+
+    /// With `--store memory` nothing survives the process: every accepted message is told its fate
+    /// (nacked AUTHENTICATION_FAILED).
+    @Test func authenticationFailureWithTheMemoryStoreNacksWhatWasAccepted() async throws {
+        let run = try DaemonRun(key: "not-the-key", store: .memory, daemon: { $0.connections = 2 })
+        defer { run.stop(); run.cleanUp() }
+        run.send(DaemonRun.messages(3, prefix: "a"))
+        await waitUntil("ccsd stops", timeout: 20) { run.exited != nil }
+        #expect(run.exited == 3)
         for id in ["a-0", "a-1", "a-2"] where run.events("accepted").contains(where: { $0["message_id"] == .string(id) }) {
             #expect(run.finalCounts[id] == 1)
         }
+        #expect(run.events("nacked").allSatisfy { $0["error"] == .string("AUTHENTICATION_FAILED") })
         // The key is in no event.
         #expect(!((try? String(contentsOfFile: run.eventsPath, encoding: .utf8)) ?? "").contains("not-the-key"))
     }
@@ -157,21 +186,22 @@ import CorpusFixtures
         run.send(DaemonRun.messages(50, prefix: "g"))
         await waitUntil("in flight", timeout: 20) { run.emulator.stats().downstreamReceived == 50 }
         let daemon = run.daemon
-        run.loop.execute { daemon.finish(code: 0) }
+        run.loop.execute { daemon.signal(.terminate) }
         await waitUntil("ccsd exits", timeout: 20) { run.exited != nil }
         #expect(run.exited == 0)
         #expect(run.events("acked").count == 50)
         #expect(run.events("nacked").isEmpty)
     }
 
+    /// `--store memory`: what is not final when the grace ends would be lost, so it ends `nacked` SHUTDOWN.
     @Test func whatTheGraceCannotFinishEndsAsShutdown() async throws {
-        let run = try DaemonRun(exitWhenDone: false, emulator: { $0.ackLatencyMilliseconds = 10_000 },
+        let run = try DaemonRun(exitWhenDone: false, store: .memory, emulator: { $0.ackLatencyMilliseconds = 10_000 },
                                 daemon: { $0.shutdownGraceSeconds = 0.3; $0.window = 20 })
         defer { run.stop(); run.cleanUp() }
         run.send(DaemonRun.messages(50, prefix: "s"))
         await waitUntil("window full", timeout: 20) { run.emulator.stats().downstreamReceived == 20 }
         let daemon = run.daemon
-        run.loop.execute { daemon.finish(code: 0) }
+        run.loop.execute { daemon.signal(.terminate) }
         await waitUntil("ccsd exits", timeout: 20) { run.exited != nil }
         let nacks = run.events("nacked")
         #expect(nacks.count == 50)

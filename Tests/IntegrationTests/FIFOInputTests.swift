@@ -20,7 +20,7 @@ import Testing
         }
         let status = ccsd.stop(signal: SIGTERM)
         #expect(status == 0, "ccsd did not exit 0 on SIGTERM; log:\n\(ccsd.log)")
-        #expect(ccsd.log.contains("msg=\"signal received; closing\""), "log:\n\(ccsd.log)")
+        #expect(ccsd.log.contains("msg=\"signal received; stopping\""), "log:\n\(ccsd.log)")
         #expect(ccsd.log.contains("msg=stopped"), "log:\n\(ccsd.log)")
     }
 

@@ -106,7 +106,8 @@ final class LoggedDaemonRun: Sendable {
         eventsPath = directory + "/events.jsonl"
         logPath = directory + "/ccsd.log"
         let logFD = open(logPath, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        daemon = CCSDaemon(configuration: configuration, outlet: try EventOutlet(path: eventsPath),
+        configuration.stateDirectory = directory + "/state"
+        daemon = CCSDaemon(configuration: configuration, store: try configuration.openStore(), outlet: try EventOutlet(path: eventsPath),
                            logger: Logger(minimum: .warning, fileDescriptor: logFD), loop: loop,
                            exitWhenDone: false) { _ in }
         let daemon = daemon
@@ -123,7 +124,7 @@ final class LoggedDaemonRun: Sendable {
 
     func stop() {
         let daemon = daemon
-        loop.execute { daemon.finish(code: 0) }
+        loop.execute { daemon.signal(.terminate) }
         emulator.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }

@@ -12,20 +12,10 @@ import Testing
     /// `scripts/check-standalone` finds no path outside the repository, no citation of a `ccs-protocol.md`
     /// section that `docs/ccs-protocol.md` lacks, and no doc naming a missing file. Bounded: killed after 60 s.
     @Test func treeRefersToNothingOutsideTheRepository() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.root.appendingPathComponent("scripts/check-standalone").path]
-        let out = Pipe()
-        process.standardOutput = out
-        process.standardError = out
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let deadline = Date().addingTimeInterval(60)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        process.waitUntilExit()
-        let output = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        #expect(process.terminationStatus == 0, "\(output)")
+        let result = try CommandLineTests.runProcess(
+            URL(fileURLWithPath: "/usr/bin/env"), ["python3", Self.root.appendingPathComponent("scripts/check-standalone").path],
+            environment: nil, timeout: 60)
+        #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
     }
 
     /// The corpus the tests and the demo use is inside the repository.

@@ -16,9 +16,9 @@ import Testing
             b.insert(insert("b", at: 1_002, line: 9))
         }, nowUnixMillis: 2_000)
         #expect(first.persisted == [
-            StorePersistResult(messageID: "c", line: 7, outcome: .stored),
-            StorePersistResult(messageID: "a", line: 8, outcome: .stored),
-            StorePersistResult(messageID: "b", line: 9, outcome: .stored),
+            PersistResult(messageID: "c", line: 7, outcome: .stored),
+            PersistResult(messageID: "a", line: 8, outcome: .stored),
+            PersistResult(messageID: "b", line: 9, outcome: .stored),
         ])
         #expect(first.journaled == [
             JournaledEvent(seq: 1, timeUnixMillis: 2_000, line: acceptedLine("c")),
@@ -40,9 +40,9 @@ import Testing
         #expect(second.recordedThrough == 1)
 
         let snapshot = try store.load(nowUnixMillis: 4_000)
-        #expect(snapshot.live.map(\.record.messageID) == ["a", "b"])
+        #expect(snapshot.live.map(\.messageID) == ["a", "b"])
         #expect(snapshot.live.map(\.acceptedAtUnixMillis) == [1_001, 1_002])
-        let a = try #require(snapshot.live.first?.record)
+        let a = try #require(snapshot.live.first)
         #expect(a.attempts == 2 && a.sends == 3 && a.lastError == "SERVICE_UNAVAILABLE")
         #expect(a.json == message("a").json && a.to == "tok-a" && a.rateKey == "tok-a" && a.timeToLive == 600)
         #expect(a.acceptedAt == 1.001)
@@ -74,7 +74,7 @@ import Testing
         // Past the final retention the message_id is free again.
         let again = try store.commit(batch(inserting: ["m"]), nowUnixMillis: 2_000 + 10_001)
         #expect(again.persisted.map(\.outcome) == [.stored])
-        #expect(try store.load(nowUnixMillis: 12_001).live.map(\.record.messageID) == ["m"])
+        #expect(try store.load(nowUnixMillis: 12_001).live.map(\.messageID) == ["m"])
     }
 
     @Test(arguments: StoreKind.allCases)
@@ -112,7 +112,7 @@ import Testing
             b.record(final(1, "m"))
             b.progress(late)
         }, nowUnixMillis: 1_000)
-        #expect(try store.load(nowUnixMillis: 1_000).live.map(\.record.messageID) == ["n"])
+        #expect(try store.load(nowUnixMillis: 1_000).live.map(\.messageID) == ["n"])
     }
 
     @Test func progressInOneBatchKeepsTheLastPerMessage() {

@@ -34,14 +34,14 @@ import Testing
             + "database or disk is full (SQLITE_FULL)")
 
         // Nothing committed is lost, on this connection and on a fresh one.
-        #expect(try store.load(nowUnixMillis: 1_000).live.map(\.record.messageID) == committed)
+        #expect(try store.load(nowUnixMillis: 1_000).live.map(\.messageID) == committed)
         try FileManager.default.removeItem(atPath: filler)
         let later = try store.commit(batch(inserting: ["after"]), nowUnixMillis: 2_000)
         #expect(later.persisted.map(\.outcome) == [.stored])
         store.close()
         let reopened = try SQLiteMessageStore(directory: state)
         defer { reopened.close() }
-        #expect(try reopened.load(nowUnixMillis: 2_000).live.map(\.record.messageID) == committed + ["after"])
+        #expect(try reopened.load(nowUnixMillis: 2_000).live.map(\.messageID) == committed + ["after"])
         #expect(try reopened.text("PRAGMA integrity_check") == "ok")
     }
 
@@ -65,7 +65,7 @@ import Testing
         }
         let full = "store \(state)/ccsd.sqlite3: committing a batch failed: database or disk is full (SQLITE_FULL)"
         #expect(loop.waitUntil { $0.filter { if case .unavailable = $0 { true } else { false } }.count >= 3 })
-        #expect(loop.reports[1] == .insertsFailed([StorePersistResult(messageID: "b", line: nil,
+        #expect(loop.reports[1] == .insertsFailed([PersistResult(messageID: "b", line: nil,
                                                                       outcome: .failed(reason: full))]))
         #expect(loop.reports.dropFirst(2).allSatisfy {
             if case .unavailable(let error) = $0 { error.description == full } else { false }
@@ -106,7 +106,7 @@ import Testing
         try disk.remount(readOnly: false)
         let reopened = try SQLiteMessageStore(directory: state)
         defer { reopened.close() }
-        #expect(try reopened.load(nowUnixMillis: 3_000).live.map(\.record.messageID) == ["a"])
+        #expect(try reopened.load(nowUnixMillis: 3_000).live.map(\.messageID) == ["a"])
     }
 
     @Test func aCorruptFileIsAFatalErrorNamingThePath() throws {
@@ -199,7 +199,7 @@ import Testing
         let reopened = try SQLiteMessageStore(directory: state)
         defer { reopened.close() }
         #expect(try reopened.events(after: 0, limit: 10_000).map(\.seq) == [1, 2])
-        #expect(try reopened.load(nowUnixMillis: 2_000).live.map(\.record.messageID) == ["a", "b"])
+        #expect(try reopened.load(nowUnixMillis: 2_000).live.map(\.messageID) == ["a", "b"])
         #expect(try reopened.commit(batch(inserting: ["c"]), nowUnixMillis: 2_000).journaled.map(\.seq) == [3])
         #expect(try reopened.text("PRAGMA integrity_check") == "ok")
     }

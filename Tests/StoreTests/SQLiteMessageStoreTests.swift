@@ -26,8 +26,8 @@ import Testing
         let store = try SQLiteMessageStore(directory: state)
         defer { store.close() }
         let snapshot = try store.load(nowUnixMillis: 3_000)
-        #expect(snapshot.live.map(\.record.messageID) == ["b", "c"])
-        #expect(snapshot.live.first?.record == {
+        #expect(snapshot.live.map(\.messageID) == ["b", "c"])
+        #expect(snapshot.live.first == {
             var expected = MessageRecord(messageID: "b", json: message("b").json, to: "tok-b", rateKey: "tok-b",
                                          acceptedAt: 1.0, acceptedAtUnixMillis: 1_000, timeToLive: 600)
             expected.attempts = 1
@@ -124,7 +124,7 @@ import Testing
         let store = try SQLiteMessageStore(directory: state, configuration: StoreConfiguration(), migrations: later)
         defer { store.close() }
         #expect(try store.pragma("user_version") == SQLiteSchema.currentVersion + 1)
-        #expect(try store.load(nowUnixMillis: 1).live.map(\.record.messageID) == ["a"])
+        #expect(try store.load(nowUnixMillis: 1).live.map(\.messageID) == ["a"])
     }
 
     @Test func aDatabaseFromANewerVersionIsRefused() throws {

@@ -90,16 +90,17 @@ struct CommandFailed: Error { let command: String; let status: Int32 }
 
 // MARK: - Builders
 
-func message(_ id: String, ttl: Int = 600, bytes: Int = 0) -> MessageRecord {
+func message(_ id: String, ttl: Int = 600, bytes: Int = 0, acceptedAtUnixMillis: Int64 = 0) -> MessageRecord {
     let padding = String(repeating: "x", count: bytes)
     return MessageRecord(messageID: id, json: #"{"to":"tok-\#(id)","message_id":"\#(id)","data":{"p":"\#(padding)"}}"#,
-                         to: "tok-\(id)", rateKey: "tok-\(id)", acceptedAt: 0, acceptedAtUnixMillis: 0, timeToLive: ttl)
+                         to: "tok-\(id)", rateKey: "tok-\(id)", acceptedAt: Double(acceptedAtUnixMillis) / 1000,
+                         acceptedAtUnixMillis: acceptedAtUnixMillis, timeToLive: ttl)
 }
 
 func acceptedLine(_ id: String) -> String { #"{"event":"accepted","message_id":"\#(id)"}"# }
 
 func insert(_ id: String, at millis: Int64 = 1_000, line: Int? = nil, bytes: Int = 0) -> StoreBatch.Insert {
-    StoreBatch.Insert(record: message(id, bytes: bytes), acceptedAtUnixMillis: millis, line: line,
+    StoreBatch.Insert(record: message(id, bytes: bytes, acceptedAtUnixMillis: millis), line: line,
                       acceptedLine: acceptedLine(id))
 }
 
@@ -166,8 +167,8 @@ final class TestLoop: @unchecked Sendable {
 
 extension [StoreWriter.Report] {
     var committed: [StoreCommitResult] { compactMap { if case .committed(let r) = $0 { r } else { nil } } }
-    var persisted: [StorePersistResult] {
-        flatMap { report -> [StorePersistResult] in
+    var persisted: [PersistResult] {
+        flatMap { report -> [PersistResult] in
             switch report {
             case .committed(let result): result.persisted
             case .insertsFailed(let results): results

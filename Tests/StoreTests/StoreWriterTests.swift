@@ -61,7 +61,7 @@ import Testing
         }
         #expect(loop.waitUntil { $0.committed.count == 1 })
         #expect(store.committedBatches.first?.count == 2)
-        #expect(try store.load(nowUnixMillis: 1).live.first?.record.attempts == 10)
+        #expect(try store.load(nowUnixMillis: 1).live.first?.attempts == 10)
     }
 
     @Test func aRetryableFailureAnswersInsertsAndRetriesTheEventsUntilTheStoreTakesThem() throws {
@@ -82,7 +82,7 @@ import Testing
         #expect(loop.waitUntil { $0.committed.count == 2 })
         let reports = Array(loop.reports.dropFirst())
         #expect(reports == [
-            .insertsFailed([StorePersistResult(messageID: "new", line: nil, outcome: .failed(reason:
+            .insertsFailed([PersistResult(messageID: "new", line: nil, outcome: .failed(reason:
                 "store /state/ccsd.sqlite3: committing a batch failed: database or disk is full (SQLITE_FULL)"))]),
             .unavailable(diskFull),
             .unavailable(diskFull),
@@ -138,7 +138,7 @@ import Testing
         loop.turn { writer.close { closed = true } }
         #expect(loop.waitUntil { _ in loop.turn { closed } })
         #expect(loop.reports == [
-            .insertsFailed([StorePersistResult(messageID: "a", line: nil, outcome: .failed(reason: corrupt.description))]),
+            .insertsFailed([PersistResult(messageID: "a", line: nil, outcome: .failed(reason: corrupt.description))]),
             .fatal(corrupt),
         ])
         #expect(store.committedBatches.count == 1)
@@ -160,7 +160,7 @@ import Testing
         #expect(store.closed)
         let reopened = try SQLiteMessageStore(directory: directory.path + "/state")
         defer { reopened.close() }
-        #expect(try reopened.load(nowUnixMillis: 1).live.map(\.record.messageID) == ["a"])
+        #expect(try reopened.load(nowUnixMillis: 1).live.map(\.messageID) == ["a"])
     }
 
     @Test func retryDelayDoublesFromOneSecondToThirty() {

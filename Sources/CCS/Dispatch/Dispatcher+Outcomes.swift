@@ -95,7 +95,9 @@ extension Dispatcher {
         state = .stopped(reason: reason)
         actions.append(.stop(reason: reason))
         for id in sessions.keys.sorted() { actions.append(.close(connection: id)) }
-        // Tell the app about every message that will now never be sent (persisting ones when stored).
+        // With a durable store the messages stay stored for the next start (`keepsMessagesOnStop`); else
+        // tell the app about every message that will now never be sent (persisting ones when stored).
+        guard !configuration.keepsMessagesOnStop else { return }
         for messageID in places.keys.sorted() {
             abandonForStop(messageID, reason: reason, actions: &actions)
         }

@@ -60,7 +60,7 @@ extension Dispatcher {
             switch result.outcome {
             case .stored:
                 enqueueAccepted(record)
-                if case .stopped(let reason) = state {
+                if case .stopped(let reason) = state, !configuration.keepsMessagesOnStop {
                     abandonForStop(messageID, reason: reason, actions: &actions)
                 }
             case .duplicateLive:

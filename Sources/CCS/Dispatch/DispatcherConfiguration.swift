@@ -31,6 +31,10 @@ public struct DispatcherConfiguration: Sendable, Equatable {
     public var drainTimeout: Double
     /// Seed for the jitter draws; nil = random.
     public var seed: UInt64?
+    /// Whether accepted messages survive the process (a durable store): when authentication fails, the
+    /// messages not final stay outstanding (stored, resent after the operator fixes the key and restarts)
+    /// instead of ending `nacked` `AUTHENTICATION_FAILED`. Default false (the memory store: they would be lost).
+    public var keepsMessagesOnStop = false
 
     public init(
         endpoints: [Endpoint], connections: Int = 1, window: Int = FlowWindow.maximum, maxAttempts: Int = 5,

@@ -127,11 +127,17 @@ public struct ValidationError: Error, Sendable, Equatable, CustomStringConvertib
     /// Longest field-path component that logs show as written; FCM's own field names are far shorter.
     public static let maximumLoggedFieldComponent = 40
 
-    /// `field` with each over-long component shortened (`shortenedToken(_:)`), for logs.
+    /// `field` for logs: each over-long component shortened (`shortenedToken(_:)`), and every component
+    /// below a `data` object (an app's own keys, which are message content) replaced by its length, e.g.
+    /// `data.…(17)` and `message.android.data.…(5)`. Protocol field names stay as written.
     public static func logSafeField(_ field: String) -> String {
-        guard field.utf8.count > maximumLoggedFieldComponent else { return field }
-        return field.split(separator: ".", omittingEmptySubsequences: false).map { component in
-            component.count > maximumLoggedFieldComponent ? shortenedToken(String(component)) : String(component)
+        let components = field.split(separator: ".", omittingEmptySubsequences: false)
+        guard field.utf8.count > maximumLoggedFieldComponent || components.dropLast().contains("data") else { return field }
+        var underData = false
+        return components.map { component in
+            defer { if component == "data" { underData = true } }
+            if underData { return "…(\(component.count))" }
+            return component.count > maximumLoggedFieldComponent ? shortenedToken(String(component)) : String(component)
         }.joined(separator: ".")
     }
 

@@ -11,8 +11,9 @@
 /// - **Drain** (CONNECTION_DRAINING): the replacement always goes to the other endpoint. After a healthy
 ///   connection it opens at once. A drain within `healthyAfter` of login counts as a failure, but the first
 ///   one in a row still opens at once (draining is CCS's normal way to move a client, and the draining
-///   connection keeps working); from the second in a row the slot waits `backoff.delay(attempt: failures - 1)`,
-///   so a server that drains every login gets backed-off attempts too.
+///   connection keeps working); from the second in a row the slot waits `backoff.delay(attempt: failures)`
+///   (2 s, 4 s, … as if the first had waited too), so a server that drains every login gets at most 6
+///   attempts per slot in 30 s, like any other failure.
 /// - **Refusal**: the server named a condition that reconnecting cannot heal (`ConnectionEnd.refused`).
 ///   Refusals count up apart; the slot waits `refusedBackoff.delay(attempt: refusals)` (minutes by
 ///   default) and tries the other endpoint.
@@ -91,7 +92,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
             return Decision(delay: 0, switchEndpoint: true)
         case .drainedAfter:
             state.failures += 1
-            let delay = state.failures == 1 ? 0 : backoff.delay(attempt: state.failures - 1, u: u)
+            let delay = state.failures == 1 ? 0 : backoff.delay(attempt: state.failures, u: u)
             return Decision(delay: delay, switchEndpoint: true)
         case .droppedAfter, .neverLoggedIn:
             state.failures += 1

@@ -118,7 +118,7 @@ public final class IntakeReader: @unchecked Sendable {
             guard !batch.isEmpty else { return }
             let items = batch
             batch.removeAll(keepingCapacity: true)
-            daemon.loop.execute { [daemon] in daemon.submit(items) { gate.signal() } }
+            daemon.execute { [daemon] in daemon.submit(items) { gate.signal() } }
             gate.wait()
         }
 
@@ -140,7 +140,7 @@ public final class IntakeReader: @unchecked Sendable {
 
         var readError: String?
         if let fifoPath, let failure = openFIFO(fifoPath) {
-            daemon.loop.execute { [daemon] in daemon.inputFinished(error: failure) }
+            daemon.execute { [daemon] in daemon.inputFinished(error: failure) }
             return
         }
         while true {
@@ -163,7 +163,7 @@ public final class IntakeReader: @unchecked Sendable {
         if !line.isEmpty || oversized { finishLine() }
         flushBatch()
         if ownsDescriptor { close(fd) }
-        daemon.loop.execute { [daemon, readError] in daemon.inputFinished(error: readError) }
+        daemon.execute { [daemon, readError] in daemon.inputFinished(error: readError) }
 
         func append(_ bytes: ArraySlice<UInt8>) {
             guard !oversized else { return }

@@ -1,11 +1,13 @@
 import CCS
 import Dispatch
 import Foundation
+import Store
 import TLS
 
 /// The `ccsd` command line: `ccsd run …`.
 public enum CCSDCommand {
-    /// Runs the command; returns the process exit code (0 done, 2 usage or configuration, 3 authentication).
+    /// Runs the command; returns the process exit code (`DaemonLifecycle.ExitCode`: 0 done, 1 input, 2 usage or
+    /// configuration, 3 authentication, 4 events outlet, 5 store).
     public static func main(_ arguments: [String]) -> Int32 {
         guard let command = arguments.first else {
             FileHandle.standardError.write(Data((RunOptions.usage + "\n").utf8))
@@ -47,33 +49,39 @@ public enum CCSDCommand {
         default: .info
         }
         let logger = Logger(minimum: level)
+        // The store first: one that cannot be opened (locked, read-only, corrupt) stops ccsd before any connection.
+        let store: any MessageStore
+        do {
+            store = try configuration.openStore()
+        } catch {
+            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            return DaemonLifecycle.ExitCode.storeFailed.rawValue
+        }
         let loop = EventLoop(label: "ccsd.loop")
         let exitCode = ExitBox()
-        let daemon = CCSDaemon(configuration: configuration, outlet: outlet, logger: logger, loop: loop,
+        let daemon = CCSDaemon(configuration: configuration, store: store, outlet: outlet, logger: logger, loop: loop,
                                exitWhenDone: options.exitWhenDone) { code in exitCode.set(code) }
         // Signals first: nothing below may wait for a producer before SIGTERM can stop ccsd gracefully.
         var signalSources: [DispatchSourceSignal] = []
-        for sig in [SIGTERM, SIGINT] {
+        for (sig, name) in [(SIGTERM, DaemonLifecycle.Signal.terminate), (SIGINT, .interrupt)] {
             signal(sig, SIG_IGN)
             let source = DispatchSource.makeSignalSource(signal: sig, queue: .global())
-            source.setEventHandler {
-                logger.info("signal received; closing", ["signal": "\(sig)"])
-                loop.execute { daemon.finish(code: 0) }
-            }
+            source.setEventHandler { daemon.execute { daemon.signal(name) } }
             source.resume()
             signalSources.append(source)
         }
-        // A FIFO is only checked here; the reader thread opens it once the loop runs (see IntakeReader).
+        // A FIFO is only checked here; the reader thread opens it once the intake starts (see IntakeReader).
         let reader: IntakeReader
         do {
             reader = try IntakeReader(path: options.input, daemon: daemon,
                                       fifoEnd: options.exitWhenDone ? .whenWritersLeave : .never)
         } catch {
             FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            store.close()
             return 2
         }
-        loop.execute { daemon.start() }
-        reader.start()
+        daemon.attachIntake { reader.start() }
+        daemon.execute { daemon.start() }
         let code = exitCode.wait()
         signalSources.forEach { $0.cancel() }
         return code

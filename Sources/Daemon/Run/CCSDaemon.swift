@@ -1,65 +1,147 @@
 import CCS
 import Dispatch
 import Foundation
+import Store
 import TLS
 import XMLStream
 import XMPP
 
-/// The running daemon: the dispatcher (pure) driven on one event loop, one `XMPPClient` per connection,
-/// intake lines in, events out. Confined to `loop`; other threads reach it through
-/// `loop.execute`.
-public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
-    // @unchecked Sendable: every stored property is touched only on `loop`.
-    public let loop: EventLoop
+/// The running daemon: a thin driver on one loop. `DaemonLifecycle` decides when the parts start and stop
+/// and the exit code; the pure `Dispatcher` decides what to send; the `StoreWriter` commits what the
+/// dispatcher asks to persist or record (group commit, off the loop); the driver carries actions between
+/// them and the seams (`XMPPConnectionFactory`, `EventSink`, `LoopScheduler`).
+///
+/// The two-phase order (issue 8, docs/durable-core.md): a message is reported `accepted` only once its insert
+/// committed; every event is journaled first, and once its commit returns the driver writes the journaled
+/// lines (with `seq` and `time`) to the events sink and flushes, and only then tells the dispatcher
+/// (`persisted`, `recorded(through:)`), which releases the upstream/receipt ACKs and final messages. So an
+/// upstream ACK never precedes its commit and its line in the events file (ccs-protocol.md §3).
+///
+/// Confined to the loop; other threads reach it through `execute`.
+public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
+    // @unchecked Sendable: every stored property is touched only on the loop.
     public let configuration: Configuration
+    private let scheduler: any LoopScheduler
+    private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
+    private let connectionFactory: any XMPPConnectionFactory
+    private let store: any MessageStore
+    private var writer: StoreWriter!
     private var dispatcher: Dispatcher
-    private var clients: [Int: XMPPClient] = [:]
-    private let outlet: EventOutlet
+    private var lifecycle: DaemonLifecycle
+    private var connections: [Int: any XMPPConnection] = [:]
+    private let outlet: any EventSink
     private let logger: Logger
-    private var wakeTimer: TimerHandle?
+    private let wallClock: @Sendable () -> Int64
+    /// The dispatcher's clock: seconds since `origin`.
+    private let origin: ContinuousClock.Instant
+    private var wakeTimer: (any ScheduledWork)?
     private var wakeAt: Double?
-    private var inputEnded = false
-    private var inputFailed = false
-    private var exitWhenDone: Bool
-    private var finishing = false
-    private var closing = false
-    private var outletBroken = false
-    private var exitCode: Int32?
+    private var lifecycleTimer: (any ScheduledWork)?
     private var onExit: (@Sendable (Int32) -> Void)?
     private var intakeResume: (() -> Void)?
-    private let tlsConfiguration: TLSClientConfiguration
-    private let clockOrigin = DispatchTime.now().uptimeNanoseconds
+    private var intakeStarter: (() -> Void)?
+    private var snapshot: StoreSnapshot?
+    /// The store is closing (`closeStore`); the exit waits for it.
+    private var storeClosing = false
+    private var storeClosed = false
+    private var pendingExit: DaemonLifecycle.ExitCode?
+    private var reportedCounts: (outstanding: Int, inFlight: Int) = (-1, -1)
+    private var outletBroken = false
+    /// The writer reported the store unavailable (or failed inserts) and not yet available again.
+    private var storeDown = false
+    /// Records already logged when they were made (invalid intake lines, logged without their value).
+    private var loggedRecords: Set<UInt64> = []
     /// Unreadable CCS messages (nothing to ACK them by): each logged once, redeliveries counted.
     private var unreadable = UnreadableMessageLog()
 
     /// Messages outstanding above which intake pauses (memory bound for a fast producer).
     public static let intakeHighWater = 20_000
 
-    public init(configuration: Configuration, outlet: EventOutlet, logger: Logger, loop: EventLoop,
-                exitWhenDone: Bool, onExit: @escaping @Sendable (Int32) -> Void) {
+    /// - Parameters:
+    ///   - store: opened by the caller; loaded and used from here on (closed at the end of the run).
+    ///   - scheduler: the loop's time and deferred work.
+    ///   - post: runs work on the loop from any thread (the writer's results, intake, signals).
+    ///   - connections: makes the XMPP connections.
+    ///   - writerConfiguration: the group commit's bounds and retry backoff.
+    ///   - wallClock: milliseconds since 1970 (accept times, journal times).
+    ///   - onExit: called once, on the loop, with the process exit code.
+    public init(configuration: Configuration, store: any MessageStore, outlet: any EventSink, logger: Logger,
+                scheduler: any LoopScheduler, post: @escaping @Sendable (@escaping @Sendable () -> Void) -> Void,
+                connections: any XMPPConnectionFactory, exitWhenDone: Bool,
+                writerConfiguration: StoreWriter.Configuration = StoreWriter.Configuration(),
+                wallClock: @escaping @Sendable () -> Int64 = StoreWriter.wallClockMillis,
+                onExit: @escaping @Sendable (Int32) -> Void) {
         self.configuration = configuration
+        self.store = store
         self.outlet = outlet
         self.logger = logger
-        self.loop = loop
-        self.exitWhenDone = exitWhenDone
+        self.scheduler = scheduler
+        self.post = post
+        self.connectionFactory = connections
+        self.wallClock = wallClock
         self.onExit = onExit
-        self.dispatcher = Dispatcher(configuration: configuration.dispatcherConfiguration)
-        self.tlsConfiguration = TLSClientConfiguration(
-            caFile: configuration.caFile, connectTimeout: configuration.connectTimeoutSeconds,
-            handshakeTimeout: configuration.handshakeTimeoutSeconds)
+        self.origin = scheduler.now
+        var dispatcherConfiguration = configuration.dispatcherConfiguration
+        // A durable store keeps what is not final when authentication fails (see docs/decisions.md).
+        dispatcherConfiguration.keepsMessagesOnStop = configuration.store == .sqlite
+        self.dispatcher = Dispatcher(configuration: dispatcherConfiguration)
+        self.lifecycle = DaemonLifecycle(configuration: configuration.lifecycleConfiguration(exitWhenDone: exitWhenDone))
+        self.writer = StoreWriter(store: store, configuration: writerConfiguration, now: wallClock, execute: post) { [weak self] report in
+            self?.handle(report)  // a late report after the daemon is gone (tests drop it after exit) is moot
+        }
     }
 
-    /// Seconds since the daemon started, monotonic.
+    /// The daemon on a real `EventLoop`, with `XMPPClient` connections over TLS.
+    public convenience init(configuration: Configuration, store: any MessageStore, outlet: any EventSink, logger: Logger,
+                            loop: EventLoop, exitWhenDone: Bool, onExit: @escaping @Sendable (Int32) -> Void) {
+        let tls = TLSClientConfiguration(caFile: configuration.caFile, connectTimeout: configuration.connectTimeoutSeconds,
+                                         handshakeTimeout: configuration.handshakeTimeoutSeconds)
+        let factory = XMPPClientFactory(loop: loop) { endpoint in
+            let credentials = XMPPCredentials(username: configuration.senderID, password: configuration.serverKey.revealed,
+                                              jidDomain: configuration.jidDomain)
+            return XMPPClientConfiguration(
+                host: endpoint.host, port: endpoint.port, credentials: credentials, tls: tls,
+                limits: XMLStreamLimits(maxStanzaBytes: configuration.maxStanzaBytes),
+                loginTimeout: configuration.loginTimeoutSeconds, keepaliveInterval: configuration.keepaliveSeconds,
+                deadPeerTimeout: configuration.deadPeerSeconds)
+        }
+        self.init(configuration: configuration, store: store, outlet: outlet, logger: logger, scheduler: loop,
+                  post: { loop.execute($0) }, connections: factory, exitWhenDone: exitWhenDone, onExit: onExit)
+    }
+
+    /// Runs `work` on the daemon's loop (from any thread).
+    public func execute(_ work: @escaping @Sendable () -> Void) { post(work) }
+
+    /// Seconds since the daemon was made, monotonic (the dispatcher's clock).
     public func now() -> Double {
-        Double(DispatchTime.now().uptimeNanoseconds - clockOrigin) / 1e9
+        let (seconds, attoseconds) = (scheduler.now - origin).components
+        return Double(seconds) + Double(attoseconds) / 1e18
     }
 
-    /// Opens the connections. Call on the loop.
+    /// Where `seconds` of the dispatcher's clock fall on the loop's clock.
+    private func instant(_ seconds: Double) -> ContinuousClock.Instant {
+        origin + .nanoseconds(Int64((seconds * 1e9).rounded(.up)))
+    }
+
+    /// The lifecycle's state (tests, diagnostics).
+    public var lifecycleState: DaemonLifecycle.State { lifecycle.state }
+    /// Stored messages not final (tests, diagnostics).
+    public var outstanding: Int { dispatcher.outstanding }
+
+    /// How the intake starts once the pool runs (the reader thread); without one, `submit` is called directly.
+    public func attachIntake(_ start: @escaping () -> Void) { intakeStarter = start }
+
+    /// Starts the parts in order: store (load), pool (restore, connections), intake. Call on the loop.
     public func start() {
-        loop.preconditionInEventLoop()
         logger.info("starting", ["sender_id": configuration.senderID, "connections": "\(configuration.connections)",
-                                 "endpoints": configuration.endpoints.map(\.description).joined(separator: ",")])
-        perform(dispatcher.start(now: now()))
+                                 "endpoints": configuration.endpoints.map(\.description).joined(separator: ","),
+                                 "store": configuration.store.rawValue])
+        perform(lifecycle.start(now: scheduler.now))
+    }
+
+    /// SIGTERM or SIGINT: a graceful stop. Call on the loop.
+    public func signal(_ signal: DaemonLifecycle.Signal) {
+        perform(lifecycle.signal(signal, now: scheduler.now))
     }
 
     // MARK: Intake
@@ -72,31 +154,44 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
 
     /// Takes a batch of intake items (in input order). `resume` is called once intake may send more.
     public func submit(_ items: [IntakeItem], resume: @escaping () -> Void) {
-        loop.preconditionInEventLoop()
+        guard case .running = lifecycle.state else {
+            if case .stopped = lifecycle.state { return }  // exiting: the reader is left waiting
+            // Intake closed (a graceful stop): the dispatcher refuses them, retryable.
+            return submitNow(items, resume: resume)
+        }
+        submitNow(items, resume: resume)
+    }
+
+    private func submitNow(_ items: [IntakeItem], resume: @escaping () -> Void) {
         let now = now()
-        let unixMillis = Int64((Date().timeIntervalSince1970 * 1000).rounded(.down))
+        let unixMillis = wallClock()
         // Runs of valid messages go to the dispatcher as one batch; events keep the input order.
         var batch: [(record: MessageRecord, line: Int?)] = []
+        var actions: [DispatcherAction] = []
         for item in items {
             switch item {
             case .message(let message, let line):
                 let key = message.targetKey
-                let record = MessageRecord(
+                batch.append((MessageRecord(
                     messageID: message.messageID!, json: message.jsonString(), to: key, rateKey: key,
-                    acceptedAt: now, acceptedAtUnixMillis: unixMillis, timeToLive: message.effectiveTimeToLive)
-                batch.append((record, line))
+                    acceptedAt: now, acceptedAtUnixMillis: unixMillis, timeToLive: message.effectiveTimeToLive), line))
             case .invalid(let line, let messageID, let error):
                 if !batch.isEmpty {
-                    perform(dispatcher.submit(batch, now: now))
+                    actions += dispatcher.submit(batch, now: now)
                     batch.removeAll()
                 }
                 // The event has the precise error (value shortened) for the app; the log line carries no value.
-                emit(.rejected(messageID: messageID, field: error.field, error: error.description, line: line),
-                     loggedError: error.logDescription)
+                logger.warning("message rejected", ["line": "\(line)", "message_id": messageID ?? "",
+                                                    "field": ValidationError.logSafeField(error.field),
+                                                    "error": error.logDescription, "retryable": "false"])
+                for action in dispatcher.rejectInvalid(messageID: messageID, field: error.field, error: error.description, line: line) {
+                    if case .record(let request) = action { loggedRecords.insert(request.id) }
+                    actions.append(action)
+                }
             }
         }
-        if !batch.isEmpty { perform(dispatcher.submit(batch, now: now)) }
-        if !outlet.flush() { outletFailed() }
+        if !batch.isEmpty { actions += dispatcher.submit(batch, now: now) }
+        perform(actions)
         if dispatcher.outstanding < Self.intakeHighWater || dispatcher.stopReason != nil {
             resume()
         } else {
@@ -104,159 +199,271 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         }
     }
 
-    /// The input ended; with `--exit-when-done` the daemon exits once every message is final.
-    /// - Parameter error: why reading failed, if it did; the daemon then finishes what it accepted and
-    ///   exits 1 instead of 0.
+    /// The input ended (`error == nil`) or could not be read.
     public func inputFinished(error: String? = nil) {
-        loop.preconditionInEventLoop()
-        inputEnded = true
-        if let error {
-            logger.error("cannot read the input; no more messages will be taken", ["error": error])
-            inputFailed = true
-        } else {
-            logger.info("input ended", ["outstanding": "\(dispatcher.outstanding)"])
-        }
-        checkDone()
+        perform(lifecycle.inputEnded(error: error, now: scheduler.now))
     }
 
-    /// Stops gracefully and exits with `code` (SIGTERM, or done): no new messages; outstanding ones get
-    /// `shutdownGraceSeconds` to finish, then end as `SHUTDOWN`; then the streams close (bounded).
-    public func finish(code: Int32) {
-        loop.preconditionInEventLoop()
-        guard !finishing else { return }
-        finishing = true
-        exitCode = code
-        dispatcher.closeIntake()
-        if dispatcher.outstanding == 0 {
-            closeAndExit()
-            return
-        }
-        logger.info("stopping: finishing outstanding messages", ["outstanding": "\(dispatcher.outstanding)",
-                                                                 "grace_seconds": "\(configuration.shutdownGraceSeconds)"])
-        _ = loop.schedule(after: configuration.shutdownGraceSeconds) { [weak self] in
-            guard let self, !self.closing else { return }
-            self.logger.error("shutdown grace over; messages not final end as SHUTDOWN", ["outstanding": "\(self.dispatcher.outstanding)"])
-            self.perform(self.dispatcher.abandonOutstanding())
-            self.closeAndExit()
+    // MARK: Lifecycle actions
+
+    private func perform(_ actions: [DaemonLifecycle.Action]) {
+        for action in actions {
+            switch action {
+            case .startStore:
+                startStore()
+            case .startPool:
+                startPool()
+            case .startIntake:
+                intakeStarter?()
+                intakeStarter = nil
+                later { $0.partStarted(.intake, now: $1) }
+            case .closeIntake:
+                dispatcher.closeIntake(sendingQueued: configuration.store == .memory)
+                if let resume = intakeResume {
+                    intakeResume = nil
+                    resume()  // the reader carries on; what it submits is refused (retryable)
+                }
+            case .abandonOutstanding:
+                perform(dispatcher.abandonOutstanding())
+            case .closeStreams:
+                perform(dispatcher.shutdown())
+                if connections.isEmpty { later { $0.connectionsClosed(now: $1) } }
+            case .abortStreams:
+                for connection in connections.values { connection.abort() }
+            case .flushStore:
+                break  // `closeStore` commits what is pending before it closes
+            case .closeStore:
+                storeClosing = true
+                writer.close { [self] in
+                    storeClosed = true
+                    if let code = pendingExit { exit(code) }
+                }
+            case .scheduleTimer(let deadline):
+                lifecycleTimer?.cancel()
+                lifecycleTimer = scheduler.schedule(at: deadline) { [weak self] in
+                    guard let self else { return }
+                    self.perform(self.lifecycle.timerFired(now: self.scheduler.now))
+                }
+            case .exit(let code):
+                if storeClosing, !storeClosed { pendingExit = code } else { exit(code) }
+            case .log(let log):
+                logger.log(log.level, log.message, fields: log.metadata.sorted { $0.key < $1.key })
+            }
         }
     }
 
-    /// Closes the streams and exits once they are closed, or after 3 s.
-    private func closeAndExit() {
-        guard !closing else { return }
-        closing = true
-        perform(dispatcher.shutdown())
-        if clients.isEmpty {
-            exitNow()
-        } else {
-            _ = loop.schedule(after: 3) { [weak self] in self?.exitNow() }
+    /// Answers the lifecycle on a later turn (its re-entrancy rule).
+    private func later(_ event: @escaping (inout DaemonLifecycle, ContinuousClock.Instant) -> [DaemonLifecycle.Action]) {
+        scheduler.enqueue { [weak self] in
+            guard let self else { return }
+            self.perform(event(&self.lifecycle, self.scheduler.now))
         }
     }
 
-    private func exitNow() {
-        guard let onExit, let exitCode else { return }
+    private func startStore() {
+        do throws(StoreError) {
+            snapshot = try store.load(nowUnixMillis: wallClock())
+            later { $0.partStarted(.store, now: $1) }
+        } catch {
+            let reason = error.description
+            later { $0.partFailed(.store, reason: reason, now: $1) }
+        }
+    }
+
+    /// Restores what the store kept (accept times rebased from the wall clock onto the monotonic one), then
+    /// opens the connections.
+    private func startPool() {
+        let now = now()
+        let wallNow = wallClock()
+        func rebase(_ unixMillis: Int64) -> Double { now - Double(wallNow - unixMillis) / 1000 }
+        if let snapshot, !snapshot.live.isEmpty || !snapshot.handedOver.isEmpty {
+            let live = snapshot.live.map { stored in
+                var record = MessageRecord(messageID: stored.messageID, json: stored.json, to: stored.to, rateKey: stored.rateKey,
+                                           acceptedAt: rebase(stored.acceptedAtUnixMillis),
+                                           acceptedAtUnixMillis: stored.acceptedAtUnixMillis, timeToLive: stored.timeToLive)
+                record.attempts = stored.attempts
+                record.sends = stored.sends
+                record.lastError = stored.lastError
+                return record
+            }
+            logger.info("resuming stored messages", ["messages": "\(live.count)", "handed_over": "\(snapshot.handedOver.count)"])
+            perform(dispatcher.restore(live, handedOver: snapshot.handedOver.map { ($0.messageID, rebase($0.atUnixMillis)) }, now: now))
+        }
+        snapshot = nil
+        perform(dispatcher.start(now: now))
+        later { $0.partStarted(.pool, now: $1) }
+    }
+
+    private func exit(_ code: DaemonLifecycle.ExitCode) {
+        guard let onExit else { return }
         self.onExit = nil
-        for client in clients.values { client.abort() }
-        outlet.flush()
-        logger.info("stopped", ["exit_code": "\(exitCode)", "sent": "\(dispatcher.counters.sent)",
+        wakeTimer?.cancel()
+        lifecycleTimer?.cancel()
+        for connection in connections.values { connection.abort() }
+        if !outletBroken { outlet.flush() }
+        logger.info("stopped", ["exit_code": "\(code)", "sent": "\(dispatcher.counters.sent)",
                                 "acked": "\(dispatcher.counters.acked)", "upstream": "\(dispatcher.counters.upstream)",
-                                "unreadable": "\(unreadable.total)"])
-        onExit(exitCode)
+                                "unreadable": "\(unreadable.total)", "outstanding": "\(dispatcher.outstanding)"])
+        onExit(code.rawValue)
     }
 
-    private func checkDone() {
-        if exitWhenDone, inputEnded, !finishing, dispatcher.outstanding == 0 {
-            logger.info("all messages final; closing")
-            finish(code: inputFailed ? 1 : 0)
-        } else if finishing, !closing, dispatcher.outstanding == 0 {
-            closeAndExit()
+    // MARK: Store reports
+
+    private func handle(_ report: StoreWriter.Report) {
+        switch report {
+        case .committed(let result):
+            // Hand over first (journaled lines out and flushed), then release what waited (§3).
+            guard !outletBroken else { return }
+            for event in result.journaled { outlet.append(Self.eventLine(event)) }
+            if !result.journaled.isEmpty, !outlet.flush() {
+                outletFailed()
+                return
+            }
+            var actions: [DispatcherAction] = []
+            if !result.persisted.isEmpty { actions += dispatcher.persisted(result.persisted, now: now()) }
+            if let through = result.recordedThrough { actions += dispatcher.recorded(through: through, now: now()) }
+            perform(actions)
+        case .insertsFailed(let results):
+            // The store could not take them (a failed commit, or it is unavailable): their rejections go out now.
+            storeDown = true
+            perform(dispatcher.persisted(results, now: now()))
+        case .unavailable(let error):
+            storeDown = true
+            logger.error("the store cannot take writes; intake rejects messages (retryable) until it recovers; nothing accepted is dropped",
+                         ["path": error.path, "error": error.description])
+            dispatcher.storeUnavailable(reason: error.description)
+        case .available:
+            storeDown = false
+            logger.info("the store takes writes again")
+            dispatcher.storeAvailable()
+        case .fatal(let error):
+            logger.error("the store failed and cannot keep what it has", ["path": error.path, "error": error.description])
+            perform(lifecycle.storeFatal(reason: error.description, now: scheduler.now))
         }
     }
 
-    // MARK: Actions
+    /// A journaled event as an events-file line: its object with `seq` and `time` appended, and a newline.
+    static func eventLine(_ event: JournaledEvent) -> String {
+        var line = event.line
+        while line.last == "\n" || line.last == " " { line.removeLast() }
+        guard line.last == "}" else { return line + "\n" }
+        line.removeLast()
+        let separator = line.hasSuffix("{") ? "" : ","
+        return line + separator + "\"seq\":\(event.seq),\"time\":\"\(rfc3339(unixMillis: event.timeUnixMillis))\"}\n"
+    }
 
-    /// Performs the dispatcher's actions. The store is played in memory for now: a `.persist` is stored at
-    /// once (its `accepted` line written), and a `.record` is its event line, confirmed to the dispatcher
-    /// once the outlet is flushed, so an upstream or receipt ACK never goes out before its event (§3).
+    /// An event not journaled (a rejection while the store is down): its object with `time` only.
+    static func unjournaledLine(_ event: DispatcherEvent, timeUnixMillis: Int64) -> String {
+        var line = objectText(event)
+        line.removeLast()
+        return line + ",\"time\":\"\(rfc3339(unixMillis: timeUnixMillis))\"}\n"
+    }
+
+    /// `2026-11-30T12:00:00.123Z` (RFC 3339, UTC, milliseconds).
+    static func rfc3339(unixMillis: Int64) -> String {
+        var seconds = time_t(unixMillis.quotientAndRemainder(dividingBy: 1000).quotient)
+        var millis = Int(unixMillis % 1000)
+        if millis < 0 {
+            millis += 1000
+            seconds -= 1
+        }
+        var parts = tm()
+        gmtime_r(&seconds, &parts)
+        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
+                      parts.tm_hour, parts.tm_min, parts.tm_sec, millis)
+    }
+
+    /// The events sink failed: nothing more can be handed over, so nothing more is ACKed (exit 4).
+    private func outletFailed() {
+        guard !outletBroken else { return }
+        outletBroken = true
+        perform(lifecycle.outletFailed(reason: outlet.failure ?? "unknown", now: scheduler.now))
+    }
+
+    // MARK: Dispatcher actions
+
     private func perform(_ actions: [DispatcherAction]) {
-        var stored: [PersistResult] = []
-        var recordedThrough: UInt64?
         for action in actions {
             switch action {
             case .open(let id, let endpoint):
-                open(id, endpoint)
+                let connection = connectionFactory.makeConnection(id: id, endpoint: endpoint, delegate: self)
+                connections[id] = connection
+                connection.start()
             case .send(let id, let record):
-                clients[id]?.send(raw: CCSStanza.downstream(messageID: record.messageID, json: record.json))
+                connections[id]?.send(raw: CCSStanza.downstream(messageID: record.messageID, json: record.json))
             case .ack(let id, let to, let messageID):
-                // Released by `recorded(through:)`: its event is already flushed to the outlet.
-                clients[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
+                // Released by `recorded(through:)`: its event is committed and written to the events sink.
+                connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
             case .persist(let record, let line):
-                emit(.accepted(messageID: record.messageID))
-                stored.append(PersistResult(messageID: record.messageID, line: line, outcome: .stored))
+                writer.enqueue(StoreBatch.Insert(record: record, line: line,
+                                                 acceptedLine: Self.objectText(DispatcherEvent.accepted(messageID: record.messageID))))
+            case .record(let request) where storeDown && request.finalMessageID == nil && request.handedOverMessageID == nil:
+                // A rejection while the store cannot take writes: the submitter must learn it now (retryable),
+                // not once the disk has room again. It is written at once, not journaled (no `seq`); it
+                // releases nothing, so nothing else is handed over early.
+                outlet.append(Self.unjournaledLine(request.event, timeUnixMillis: wallClock()))
+                if !outlet.flush() { outletFailed() }
+                if loggedRecords.remove(request.id) == nil { log(request.event) }
             case .record(let request):
-                emit(request.event)
-                recordedThrough = request.id
-            case .saveProgress:
-                break  // nothing survives a restart in memory
+                writer.enqueue(StoreBatch.Record(id: request.id, line: Self.objectText(request.event),
+                                                 finalMessageID: request.finalMessageID,
+                                                 handedOverMessageID: request.handedOverMessageID))
+                if loggedRecords.remove(request.id) == nil { log(request.event) }
+            case .saveProgress(let record):
+                writer.enqueueProgress(record)
             case .log(let log):
                 logger.log(Self.level(log.level), log.message, fields: log.metadata)
             case .abort(let id, let reason):
                 logger.warning("connection unresponsive; dropping it and resending its messages", ["connection": "\(id)", "reason": reason])
-                clients[id]?.abort()
+                connections[id]?.abort()
             case .close(let id):
-                clients[id]?.close()
+                connections[id]?.close()
             case .stop(let reason):
-                logger.error("authentication failed; stopping: check sender_id and the server key",
-                             ["sender_id": configuration.senderID, "jid": "\(configuration.senderID)@\(configuration.jidDomain)", "error": reason])
-                if exitCode == nil { exitCode = 3 }
-                finishing = true
-                closing = true
-                _ = loop.schedule(after: 0) { [weak self] in self?.exitAfterStop() }
+                logger.error("authentication failed: check sender_id and the server key",
+                             ["sender_id": configuration.senderID, "jid": "\(configuration.senderID)@\(configuration.jidDomain)",
+                              "messages_kept": configuration.store == .sqlite ? "\(dispatcher.outstanding)" : "0"])
+                perform(lifecycle.authenticationFailed(reason: reason, now: scheduler.now))
             }
-        }
-        if !stored.isEmpty { perform(dispatcher.persisted(stored, now: now())) }
-        // Hand over first, then ACK (§3): the dispatcher releases ACKs only once their events are flushed.
-        // If they could not be written, no ACK: CCS redelivers.
-        if !outlet.flush() {
-            outletFailed()
-        } else if let recordedThrough {
-            perform(dispatcher.recorded(through: recordedThrough, now: now()))
         }
         if let resume = intakeResume, dispatcher.outstanding < Self.intakeHighWater / 2 {
             intakeResume = nil
             resume()
         }
         scheduleWake()
-        checkDone()
+        reportCounts()
     }
 
-    /// The events outlet failed: nothing more can be handed over, so stop (exit 4) without ACKing anything
-    /// more; CCS redelivers what was not ACKed.
-    private func outletFailed() {
-        guard !outletBroken else { return }
-        outletBroken = true
-        logger.error("cannot write events; stopping without ACKing what was not handed over", ["error": outlet.failure ?? "unknown"])
-        exitCode = 4
-        finishing = true
-        closeAndExit()
+    /// Tells the lifecycle what is outstanding. For a durable store's grace, "in flight" also counts what is
+    /// not quiescent (inserts and records not yet committed): the stop waits for those too.
+    private func reportCounts() {
+        let outstanding = dispatcher.outstanding
+        let busy = dispatcher.isQuiescent ? 0 : max(dispatcher.inFlight, 1)
+        let inFlight = min(busy, outstanding)
+        guard reportedCounts != (outstanding, inFlight) else { return }
+        reportedCounts = (outstanding, inFlight)
+        switch lifecycle.state {
+        case .running, .stopping: perform(lifecycle.outstandingChanged(outstanding, inFlight: inFlight, now: scheduler.now))
+        default: _ = lifecycle.outstandingChanged(outstanding, inFlight: inFlight, now: scheduler.now)
+        }
     }
 
-    private func exitAfterStop() {
-        if clients.isEmpty { exitNow() } else { _ = loop.schedule(after: 1) { [weak self] in self?.exitNow() } }
+    /// The event as the journal keeps it: its JSON object text, no newline.
+    static func objectText(_ event: DispatcherEvent) -> String {
+        var line = event.jsonLine()
+        if line.last == "\n" { line.removeLast() }
+        return line
     }
 
-    /// Writes `event` and logs it. Log lines never carry message content or a full token: rejections log
-    /// `loggedError` (a `ValidationError.logDescription`) when given, else the event's own error, which is
-    /// then ccsd's fixed text (shutting down, duplicate message_id).
-    private func emit(_ event: DispatcherEvent, loggedError: String? = nil) {
-        outlet.append(event.jsonLine())
+    /// Logs an event as it is journaled. Log lines never carry message content or a full token.
+    private func log(_ event: DispatcherEvent) {
         switch event {
         case .connection(let id, let endpoint, let state, let reason):
+            let closing: Bool = if case .closing = lifecycle.state { true } else { false }
             let level: Logger.Level = state == .closed && reason != nil && !closing ? .warning : .info
             logger.log(level, "connection \(state.rawValue)", ["connection": "\(id)", "endpoint": endpoint.description, "reason": reason ?? ""])
         case .rejected(let messageID, let field, let error, let line, let retryable, _):
             logger.warning("message rejected", ["line": line.map { "\($0)" } ?? "", "message_id": messageID ?? "",
-                                                "field": ValidationError.logSafeField(field), "error": loggedError ?? error,
+                                                "field": ValidationError.logSafeField(field), "error": error,
                                                 "retryable": retryable ? "true" : "false"])
         case .nacked(let messageID, let error, _, true, _, _):
             logger.info("message failed", ["message_id": messageID, "error": error])
@@ -294,35 +501,25 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
         if let wakeAt, wakeAt <= next { return }
         wakeTimer?.cancel()
         wakeAt = next
-        wakeTimer = loop.schedule(after: max(0, next - now())) { [weak self] in
+        wakeTimer = scheduler.schedule(at: instant(next)) { [weak self] in
             guard let self else { return }
             self.wakeAt = nil
             // One more loop turn first: socket reads that queued up while the loop was busy (a slow events
             // consumer) run before timeouts are judged, so ccsd's own stall never looks like a silent server.
-            self.loop.execute { [self] in self.perform(self.dispatcher.tick(now: self.now())) }
+            self.scheduler.enqueue { [weak self] in
+                guard let self else { return }
+                self.perform(self.dispatcher.tick(now: self.now()))
+            }
         }
     }
 
-    private func open(_ id: Int, _ endpoint: Endpoint) {
-        let credentials = XMPPCredentials(username: configuration.senderID, password: configuration.serverKey.revealed,
-                                          jidDomain: configuration.jidDomain)
-        let clientConfiguration = XMPPClientConfiguration(
-            host: endpoint.host, port: endpoint.port, credentials: credentials, tls: tlsConfiguration,
-            limits: XMLStreamLimits(maxStanzaBytes: configuration.maxStanzaBytes),
-            loginTimeout: configuration.loginTimeoutSeconds, keepaliveInterval: configuration.keepaliveSeconds,
-            deadPeerTimeout: configuration.deadPeerSeconds)
-        let client = XMPPClient(configuration: clientConfiguration, tag: id, on: loop, delegate: self)
-        clients[id] = client
-        client.start()
+    // MARK: XMPPConnectionDelegate
+
+    public func connectionDidBecomeReady(_ connection: any XMPPConnection, jid: String) {
+        perform(dispatcher.connectionReady(connection.connectionID, now: now()))
     }
 
-    // MARK: XMPPClientDelegate
-
-    public func xmppClientDidBecomeReady(_ client: XMPPClient, jid: String) {
-        perform(dispatcher.connectionReady(client.tag, now: now()))
-    }
-
-    public func xmppClient(_ client: XMPPClient, didReceive stanza: XMLElement) {
+    public func connection(_ connection: any XMPPConnection, didReceive stanza: XMLElement) {
         let message: InboundMessage?
         do {
             message = try InboundMessage.parse(stanza: stanza)
@@ -331,38 +528,38 @@ public final class CCSDaemon: XMPPClientDelegate, @unchecked Sendable {
             // each one once (by message_id, or by payload digest) and count the rest.
             if unreadable.record(error) {
                 logger.warning("unreadable CCS message ignored; its redeliveries are counted, not logged",
-                               ["connection": "\(client.tag)", "message_id": error.messageID ?? "", "error": error.description,
-                                "unreadable_total": "\(unreadable.total)"])
+                               ["connection": "\(connection.connectionID)", "message_id": error.messageID ?? "",
+                                "error": error.description, "unreadable_total": "\(unreadable.total)"])
             }
             return
         }
         guard let message else { return }
-        // The dispatcher says what to log (`.log` actions).
-        perform(dispatcher.received(message, on: client.tag, now: now()))
+        perform(dispatcher.received(message, on: connection.connectionID, now: now()))
     }
 
-    public func xmppClient(_ client: XMPPClient, noticed error: XMPPError) {
+    public func connection(_ connection: any XMPPConnection, noticed error: XMPPError) {
         // A refused session or stanzas ignored before binding: the stream carries on (XMPPClientDelegate).
-        logger.warning("server misbehaved; carrying on", ["connection": "\(client.tag)", "error": error.description])
+        logger.warning("server misbehaved; carrying on", ["connection": "\(connection.connectionID)", "error": error.description])
     }
 
-    public func xmppClient(_ client: XMPPClient, didEndWith error: XMPPError) {
-        // Deferred one turn: the end may be reported from inside a send we are still performing.
-        let id = client.tag
-        loop.execute { [self] in
-            clients[id] = nil
-            let end: ConnectionEnd
-            if error.kind == .closedLocally {
-                end = .closedLocally
-            } else if error.isConfigurationError {
-                end = .authenticationFailed(reason: error.description)
-            } else if let condition = error.unhealableCondition {
-                end = .refused(condition: condition, reason: error.description)  // the dispatcher logs it
-            } else {
-                end = .lost(reason: error.description)
-            }
-            perform(dispatcher.connectionEnded(id, end, now: now()))
-            if closing, clients.isEmpty, exitCode != nil { exitNow() }
+    public func connection(_ connection: any XMPPConnection, didEndWith error: XMPPError) {
+        // Reported on a later turn than any call of ours (the seam's re-entrancy rule).
+        let id = connection.connectionID
+        guard connections[id] === connection else { return }
+        connections[id] = nil
+        let end: ConnectionEnd
+        if error.kind == .closedLocally {
+            end = .closedLocally
+        } else if error.isConfigurationError {
+            end = .authenticationFailed(reason: error.description)
+        } else if let condition = error.unhealableCondition {
+            end = .refused(condition: condition, reason: error.description)  // the dispatcher logs it
+        } else {
+            end = .lost(reason: error.description)
+        }
+        perform(dispatcher.connectionEnded(id, end, now: now()))
+        if connections.isEmpty, case .closing = lifecycle.state {
+            perform(lifecycle.connectionsClosed(now: scheduler.now))
         }
     }
 }

@@ -136,7 +136,7 @@ public final class SQLiteMessageStore: MessageStore {
     public func load(nowUnixMillis: Int64) throws(StoreError) -> StoreSnapshot {
         let operation = "loading stored messages"
         let (_, s) = try open(operation)
-        var live: [StoredMessage] = []
+        var live: [MessageRecord] = []
         defer { s.selectLive.reset() }
         while try s.selectLive.step(operation: operation) {
             let acceptedAt = s.selectLive.int64(4)
@@ -147,7 +147,7 @@ public final class SQLiteMessageStore: MessageStore {
             record.attempts = Int(s.selectLive.int64(6))
             record.sends = Int(s.selectLive.int64(7))
             record.lastError = s.selectLive.optionalText(8)
-            live.append(StoredMessage(record: record, acceptedAtUnixMillis: acceptedAt))
+            live.append(record)
         }
         var handedOver: [HandedOverMessage] = []
         s.selectHandedOver.bind(1, nowUnixMillis - configuration.dedupeWindowMillis)
@@ -170,7 +170,7 @@ public final class SQLiteMessageStore: MessageStore {
                 switch item {
                 case .insert(let insert):
                     let outcome = try self.insert(insert, seq: &seq, now: now, statements: s, result: &result)
-                    result.persisted.append(StorePersistResult(messageID: insert.record.messageID, line: insert.line,
+                    result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line,
                                                                outcome: outcome))
                 case .progress(let record):
                     s.updateProgress.bind(1, record.attempts)
@@ -201,7 +201,7 @@ public final class SQLiteMessageStore: MessageStore {
     }
 
     private func insert(_ insert: StoreBatch.Insert, seq: inout Int64, now: Int64, statements s: Statements,
-                        result: inout StoreCommitResult) throws(StoreError) -> StorePersistOutcome {
+                        result: inout StoreCommitResult) throws(StoreError) -> PersistOutcome {
         let operation = "committing a batch"
         // The common case costs one statement: the insert is ignored when the message_id is taken.
         if try insertRow(insert, acceptSeq: seq + 1, statements: s) {
@@ -238,7 +238,7 @@ public final class SQLiteMessageStore: MessageStore {
         i.bind(3, record.json)
         i.bind(4, record.to)
         i.bind(5, record.rateKey)
-        i.bind(6, insert.acceptedAtUnixMillis)
+        i.bind(6, insert.record.acceptedAtUnixMillis)
         i.bind(7, record.timeToLive)
         i.bind(8, record.attempts)
         i.bind(9, record.sends)
