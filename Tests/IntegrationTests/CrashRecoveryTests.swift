@@ -1,6 +1,7 @@
 import CCS
 import CCSEmulator
 import Foundation
+import Store
 import Testing
 
 /// The crash test of issue 8, scaled down to fit the test run (`scripts/crash-test` is the full one):
@@ -134,8 +135,13 @@ final class CrashTest {
             }
             runs.append(settle)
         }
+        // The store's own record, read with every ccsd stopped: the journal and what is still live.
+        let store = try SQLiteMessageStore(directory: directory + "/state")
+        defer { store.close() }
+        let live = try store.load(nowUnixMillis: Int64(Date().timeIntervalSince1970 * 1000)).live.map(\.messageID)
+        let journal = try store.events(after: 0, limit: Int.max)
         return CrashOutcome(seed: seed, inputIDs: inputIDs, runs: runs, ids: emulator.messageIDs(),
-                            stats: emulator.stats())
+                            stats: emulator.stats(), journal: journal, liveAfterwards: live)
     }
 
     /// The downstream messages: receipts requested, transient nacks (retried), final nacks, short time_to_live.
@@ -251,13 +257,22 @@ struct CrashOutcome {
     let stats: EmulatorStats
     /// The events of every run, read before the run's directory is removed.
     let ledger: Ledger
+    /// The store's journal after the last run: seq → the event (without seq and time).
+    let journal: [Int64: [String: JSONValue]]
+    /// message_ids the store still holds as not final after the last run.
+    let liveAfterwards: [String]
 
-    init(seed: UInt64, inputIDs: [String], runs: [CrashTest.RunRecord], ids: EmulatorMessageIDs, stats: EmulatorStats) {
+    init(seed: UInt64, inputIDs: [String], runs: [CrashTest.RunRecord], ids: EmulatorMessageIDs, stats: EmulatorStats,
+         journal: [JournaledEvent], liveAfterwards: [String]) {
         self.seed = seed
         self.inputIDs = inputIDs
         self.runs = runs
         self.ids = ids
         self.stats = stats
+        self.liveAfterwards = liveAfterwards
+        var bySeq: [Int64: [String: JSONValue]] = [:]
+        for event in journal { bySeq[event.seq] = (try? JSONValue.parse(event.line).objectValue) ?? [:] }
+        self.journal = bySeq
         ledger = Self.read(runs)
     }
 
@@ -269,6 +284,8 @@ struct CrashOutcome {
         var handedOver: Set<String> = []
         var eventsWithoutSeq = 0
         var seqProblems: [String] = []
+        /// Each seq written to an events file, with the event without seq and time.
+        var written: [Int64: [String: JSONValue]] = [:]
         var unparsable = 0
     }
 
@@ -290,6 +307,8 @@ struct CrashOutcome {
                 if let seq, event["time"] != nil {
                     var body = event
                     body["time"] = nil
+                    body["seq"] = nil
+                    ledger.written[seq] = body
                     if let earlier = seen[seq] {
                         if earlier != body { ledger.seqProblems.append("run \(run.index): seq \(seq) names two events") }
                     } else {
@@ -313,12 +332,17 @@ struct CrashOutcome {
                 case "upstream", "receipt": ledger.handedOver.insert(id)
                 default: break
                 }
-                if name == "acked" || name == "expired" || (name == "nacked" && event["final"] == .bool(true)) {
+                if isFinal(event) {
                     ledger.finals[id, default: [:]][seq.map { "seq \($0)" } ?? "run \(run.index) line \(number)"] = event
                 }
             }
         }
         return ledger
+    }
+
+    static func isFinal(_ event: [String: JSONValue]) -> Bool {
+        let name = event["event"]?.stringValue
+        return name == "acked" || name == "expired" || (name == "nacked" && event["final"] == .bool(true))
     }
 
     /// Every check of the crash test, as `#expect`s naming the check, the seed and a sample of what failed.
@@ -329,34 +353,64 @@ struct CrashOutcome {
             return sorted.prefix(5).joined(separator: ", ") + (sorted.count > 5 ? ", … (\(sorted.count))" : "")
         }
 
+        // The events files and the store's journal together, one event per seq: what ccsd recorded.
+        var finals = ledger.finals
+        var accepted = ledger.accepted
+        for (seq, event) in journal {
+            let id = event["message_id"]?.stringValue ?? ""
+            if Self.isFinal(event) { finals[id, default: [:]]["seq \(seq)"] = event }
+            if event["event"] == .string("accepted") { accepted.insert(id) }
+        }
+
         // [resume] every message ccsd took has exactly one final event across the runs.
-        let taken = ledger.accepted.union(ledger.duplicates)
-        let lost = taken.filter { (ledger.finals[$0]?.count ?? 0) == 0 }
-        let twice = taken.filter { (ledger.finals[$0]?.count ?? 0) > 1 }
+        let taken = accepted.union(ledger.duplicates)
+        let lost = taken.filter { (finals[$0]?.count ?? 0) == 0 }
+        let twice = taken.filter { (finals[$0]?.count ?? 0) > 1 }
         #expect(lost.count == 0, "[resume] accepted but no final event: \(sample(lost)); \(context)")
         #expect(twice.count == 0, "[resume] more than one final event: \(sample(twice)); \(context)")
-        // [resume] every final event belongs to a message whose `accepted` was written.
-        let unannounced = ledger.finals.keys.filter { !ledger.accepted.contains($0) }
-        #expect(unannounced.count == 0, "[resume] final event without an `accepted` event: \(sample(unannounced)); \(context)")
+        // [resume] every final event belongs to an accepted message.
+        let unannounced = finals.keys.filter { !accepted.contains($0) }
+        #expect(unannounced.count == 0, "[resume] final event of a message never accepted: \(sample(unannounced)); \(context)")
         // [resume] every input line was taken in some run, and nothing was nacked SHUTDOWN (the store keeps it).
-        let never = inputIDs.filter { !ledger.accepted.contains($0) }
+        let never = inputIDs.filter { !accepted.contains($0) }
         #expect(never.count == 0, "[resume] input message never accepted: \(sample(never)); \(context)")
-        let shutdown = ledger.finals.filter { $0.value.values.contains { $0["error"] == .string("SHUTDOWN") } }.keys
+        let shutdown = finals.filter { $0.value.values.contains { $0["error"] == .string("SHUTDOWN") } }.keys
         #expect(shutdown.count == 0, "[resume] nacked SHUTDOWN with a durable store: \(sample(shutdown)); \(context)")
         // [resume] every event carries seq and time; seq increases across the runs.
         #expect(ledger.eventsWithoutSeq == 0, "[resume] \(ledger.eventsWithoutSeq) events without seq/time")
         #expect(ledger.seqProblems.count == 0, "[resume] \(ledger.seqProblems.prefix(3)); \(context)")
+        // [resume] the journal: one final event per message taken, nothing left live, every events-file line
+        // is the journal's.
+        var journalFinals: [String: Int] = [:]
+        for event in journal.values where Self.isFinal(event) { journalFinals[event["message_id"]?.stringValue ?? "", default: 0] += 1 }
+        let journalTwice = journalFinals.filter { $0.value > 1 }.keys
+        let journalNone = taken.filter { journalFinals[$0] == nil }
+        #expect(journal.count > 0 && journalTwice.count == 0, "[resume] journal: more than one final event: \(sample(journalTwice)); \(context)")
+        #expect(journalNone.count == 0, "[resume] journal: taken without a final event: \(sample(journalNone)); \(context)")
+        #expect(liveAfterwards.count == 0, "[resume] still live after --exit-when-done: \(sample(liveAfterwards)); \(context)")
+        let differing = ledger.written.filter { journal[$0.key] != nil && journal[$0.key] != $0.value }.keys
+        #expect(differing.count == 0, "[resume] events-file lines that differ from the journal: seq \(differing.sorted().prefix(5))")
+        // Known gap: a kill -9 between the journal commit and the events-file write leaves the event in the
+        // journal only (docs/durable-core.md, "a crash between commit and write"); a restart does not write it
+        // to --events. A final or `accepted` event missing from every events file is that gap.
+        let finalOnlyInJournal = taken.filter { (ledger.finals[$0]?.count ?? 0) == 0 }
+        let acceptedOnlyInJournal = accepted.subtracting(ledger.accepted)
+        withKnownIssue("kill -9 between the journal commit and the events-file write: the event is never written to --events",
+                       isIntermittent: true) {
+            #expect(finalOnlyInJournal.count + acceptedOnlyInJournal.count == 0,
+                    "final event only in the journal: \(sample(finalOnlyInJournal)); `accepted` only in the journal: \(sample(acceptedOnlyInJournal)); \(context)")
+        }
         #expect(ledger.unparsable == 0, "\(ledger.unparsable) events lines are not JSON objects; \(context)")
 
         // The emulator received every message that ended acked or nacked by CCS, and acked every `acked` one.
         let received = Set(ids.downstreamReceived), emulatorAcked = Set(ids.downstreamAcked)
-        let fromServer = ledger.finals.filter { entry in
+        let fromServer = finals.filter { entry in
             entry.value.values.contains { $0["event"] == .string("acked") || ($0["event"] == .string("nacked")
                 && $0["error"] != .string("SHUTDOWN") && $0["error"] != .string("AUTHENTICATION_FAILED")) }
         }.keys
         let unseen = fromServer.filter { !received.contains($0) }
         #expect(unseen.count == 0, "ended acked/nacked but the emulator never received it: \(sample(unseen)); \(context)")
-        let falselyAcked = ledger.finals.filter { entry in entry.value.values.contains { $0["event"] == .string("acked") } }
+        let falselyAcked = finals.filter { entry in entry.value.values.contains { $0["event"] == .string("acked") } }
             .keys.filter { !emulatorAcked.contains($0) }
         #expect(falselyAcked.count == 0, "`acked` but the emulator never acked it: \(sample(falselyAcked)); \(context)")
 
