@@ -67,6 +67,20 @@ import XMLStream
         #expect(h.ackStanzas.map { $0.contains(#""message_id":"b-\udbff""#) } == [false, true])
     }
 
+    /// Keys never collide: an ordinary id that looks like a key of a literal id gets another one.
+    @Test func dedupeKeysAreDistinctAndAckWritesOnlyWellFormedLiterals() {
+        let literal = UpstreamMessageID(text: "s-\u{FFFD}", literal: #""s-\ud800""#)
+        let lookalike = UpstreamMessageID(text: "\u{FFFD}" + #""s-\ud800""#)
+        let plain = UpstreamMessageID(text: "s-\u{FFFD}")
+        #expect(Set([literal.key, lookalike.key, plain.key]).count == 3)
+        #expect(UpstreamMessageID(text: "m-1").key == "m-1")
+        #expect(literal.jsonValueText() == #""s-\ud800""#)
+        // Not one well-formed string literal: the decoded text is written instead.
+        for broken in [#""s-\ud800"#, #""a","b""#, #"s-\ud800"#, "\"a\nb\""] {
+            #expect(UpstreamMessageID(text: "t", literal: broken).jsonValueText() == #""t""#, "\(broken)")
+        }
+    }
+
     // MARK: Non-string message_type
 
     @Test(arguments: [("null", "null"), ("5", "5"), ("false", "false"), ("[\"ack\"]", "an array"), ("{\"a\":1}", "an object"), ("-1e400", "-1e400")])
