@@ -18,6 +18,8 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         var events: [DispatcherEvent] = []
         var sends: [(connection: Int, messageID: String)] = []
         var acks: [(connection: Int, to: String, messageID: String)] = []
+        /// Each ACK as the driver writes it on the wire (`CCSStanza.ack`).
+        var ackStanzas: [String] = []
         var opened: [(connection: Int, endpoint: Endpoint)] = []
         var closes: [Int] = []
         var aborts: [Int] = []
@@ -54,7 +56,8 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
                     sends.append((c, r.messageID))
                     transcript.append("send \(c) \(r.messageID)")
                 case .ack(let c, let to, let id):
-                    acks.append((c, to, id))
+                    acks.append((c, to, "\(id)"))
+                    ackStanzas.append(CCSStanza.ack(to: to, messageID: id))
                     transcript.append("ack \(c) \(id)")
                 case .close(let c): closes.append(c)
                 case .abort(let c, _): aborts.append(c)
@@ -343,7 +346,7 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
             Issue.record("expected final nack")
             return
         }
-        #expect(group?.failedRegistrationIDs == ["t1", "t2"])
+        #expect(group?.failedRegistrationIDs == .array([.string("t1"), .string("t2")]))
     }
 
     @Test func duplicateOutstandingMessageIDIsRejected() {
