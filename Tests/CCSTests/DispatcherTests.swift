@@ -278,6 +278,20 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(h.sends.map(\.messageID) == ["m-1", "m-2", "m-3", "m-1"])
     }
 
+    /// A message whose backoff is over goes before messages accepted after it: it waited already, and its
+    /// time_to_live is running. (It used to queue behind the whole backlog of new messages.)
+    @Test func aRetryGoesBeforeNewerQueuedMessages() {
+        var h = Harness(window: 1)
+        h.startReady()
+        h.accept("m-1")
+        h.nack("m-1", "SERVICE_UNAVAILABLE", on: 1)
+        for n in 2...5 { h.accept("m-\(n)") }
+        #expect(h.sends.map(\.messageID) == ["m-1", "m-2"])
+        h.advance(to: 1.21)
+        h.ack("m-2", on: 1)
+        #expect(h.sends.map(\.messageID) == ["m-1", "m-2", "m-1"])
+    }
+
     @Test func attemptsRunOutIntoAFinalNack() {
         var h = Harness(maxAttempts: 3)
         h.startReady()

@@ -95,7 +95,7 @@ public struct Dispatcher: Sendable {
     var places: [String: Place] = [:]
     var slots: [Slot] = []
     var slotOfConnection: [Int: Int] = [:]
-    /// Resends (drain, lost connection, unblocked keys) go before new messages.
+    /// Resends (drain, lost connection, unblocked keys, retries whose backoff is over) go before new messages.
     var resendQueue = IDQueue()
     var readyQueue = IDQueue()
     var timers = TimerQueue<Timer>()
@@ -271,9 +271,10 @@ public struct Dispatcher: Sendable {
         while let timer = timers.popDue(now: now) {
             switch timer {
             case .retry(let messageID):
+                // Its backoff is over: it goes before messages accepted after it, as rate-limit releases do.
                 if places[messageID] == .retryWait {
                     places[messageID] = .queued
-                    readyQueue.push(messageID)
+                    resendQueue.push(messageID)
                 }
             case .unblock(let key):
                 for messageID in rateLimit.unblock(key: key, now: now) ?? [] where places[messageID] == .rateLimited {
