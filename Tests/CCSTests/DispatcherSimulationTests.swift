@@ -39,7 +39,7 @@ import Testing
                     #expect(live.contains(c), "sent on a connection that is not up")
                     #expect(accepted.contains(record.messageID), "sent before it was stored")
                 case .ack(_, _, let messageID):
-                    #expect(recordedHandOvers.contains(messageID), "ACK of \(messageID) before its hand-over was recorded")
+                    #expect(recordedHandOvers.contains(messageID.key), "ACK of \(messageID) before its hand-over was recorded")
                     acked += 1
                 default: break
                 }

@@ -18,7 +18,7 @@ import Testing
         // Handed over once each, with U+FFFD for lone surrogates and decode_error where decoding failed.
         let upstream = Dictionary(grouping: run.events("upstream"), by: { $0["message_id"]?.stringValue ?? "" })
         let receipts = run.events("receipt").filter { $0["message_id"] == .string("dr2:poison-receipt") }
-        for id in ids where id != "dr2:poison-receipt" { #expect(upstream[id]?.count == 1, "\(id)") }
+        for id in ids where id.hasPrefix("poison-") && !id.hasPrefix("poison-id-") { #expect(upstream[id]?.count == 1, "\(id)") }
         #expect(receipts.count == 1)
         #expect(upstream["poison-high"]?.first?["data"]?["text"] == .string("lone high \u{FFFD} here"))
         #expect(upstream["poison-low"]?.first?["data"]?["text"] == .string("lone low \u{FFFD}, reversed \u{FFFD}\u{FFFD}, pair 😀"))
@@ -31,7 +31,7 @@ import Testing
         #expect(broken["from"] == .string("device-poison-4"))
         #expect(broken["data"] == .null)
         #expect(broken["decode_error"]?.stringValue?.contains("not valid JSON") == true)
-        #expect(broken["raw"]?.stringValue == CCSEmulator.poisonUpstreamPayloads.last?.json)
+        #expect(broken["raw"]?.stringValue == CCSEmulator.poisonUpstreamPayloads.first { $0.messageID == "poison-broken" }?.json)
         // Each recoverable one ACKed once (the receipt to its from, like any receipt); the rest cannot be.
         #expect(run.emulator.clientAcks().map(\.messageID).sorted() == ids.sorted())
         #expect(upstream["poison-nofrom"] == nil)
@@ -71,6 +71,53 @@ import Testing
         let warnings = run.log.split(separator: "\n").filter { $0.contains("unreadable CCS message ignored") }
         #expect(warnings.count == unrecoverable, "each unrecoverable message is logged once, not at each of its 3 deliveries:\n\(warnings.joined(separator: "\n"))")
         #expect(warnings.contains { $0.contains("poison-nofrom") })
+    }
+
+    /// Four upstream messages whose message_ids read alike once lone surrogates become U+FFFD
+    /// (`poison-id-\ud800`, `\ud801`, `\udfff`, and `\ufffd` itself): each is a distinct message, handed
+    /// over once, and ACKed with its message_id exactly as the server wrote it (the emulator matches ACKs
+    /// by the literal it sent, as a server does).
+    @Test func messageIDsThatDifferOnlyInLoneSurrogatesStayDistinct() async throws {
+        let run = try LoggedDaemonRun()
+        defer { run.stop() }
+        let ids = CCSEmulator.poisonUpstreamPayloads.map(\.messageID).filter { $0.contains("poison-id-") }
+        #expect(ids.count == 4)
+        await waitUntil("each poison-id message ACKed", timeout: 20) {
+            Set(run.emulator.clientAcks().map(\.messageID)).isSuperset(of: ids)
+        }
+        #expect(run.emulator.clientAcks().map(\.messageID).filter { ids.contains($0) }.sorted() == ids.sorted())
+        let events = run.events("upstream").filter { $0["message_id"] == .string("poison-id-\u{FFFD}") }
+        #expect(events.compactMap { $0["data"]?["which"]?.stringValue }.sorted() == ["d800", "d801", "dfff", "fffd"])
+        // The app can tell them apart: those that held lone surrogates say so, naming the literal.
+        for event in events where event["data"]?["which"] != .string("fffd") {
+            let which = event["data"]?["which"]?.stringValue ?? ""
+            #expect(event["decode_error"]?.stringValue?.contains(#""poison-id-\u\#(which)""#) == true, "\(event)")
+        }
+        #expect(events.first { $0["data"]?["which"] == .string("fffd") }?["decode_error"] == nil)
+    }
+
+    /// A `message_type` that is not a string (null, a number, a boolean, an array, an object; also followed
+    /// by garbage) cannot be an ack or nack ccsd can trust: the message is handed over once as an upstream
+    /// message naming the field, and ACKed.
+    @Test func nonStringMessageTypeIsHandedOverOnceAndAcked() async throws {
+        let run = try LoggedDaemonRun()
+        defer { run.stop() }
+        let ids = CCSEmulator.poisonUpstreamPayloads.map(\.messageID).filter { $0.hasPrefix("poison-type-") }
+        #expect(ids.count == 6)
+        await waitUntil("each poison-type message ACKed", timeout: 20) {
+            Set(run.emulator.clientAcks().map(\.messageID)).isSuperset(of: ids)
+        }
+        let events = Dictionary(grouping: run.events("upstream"), by: { $0["message_id"]?.stringValue ?? "" })
+        let got = ["null": "null", "number": "5", "bool": "true", "array": "an array", "object": "an object", "garbage": "null"]
+        for (name, written) in got {
+            let event = events["poison-type-\(name)"]
+            #expect(event?.count == 1, "\(name)")
+            #expect(event?.first?["from"] == .string("device-poison-6"))
+            let error = event?.first?["decode_error"]?.stringValue ?? ""
+            #expect(error.contains("message_type: must be a string (got \(written))"), "\(name): \(error)")
+        }
+        #expect(events["poison-type-null"]?.first?["data"] == .object(["k": .string("v")]))
+        #expect(!run.log.contains("message_type: must"), "no message is unreadable for its message_type:\n\(run.log)")
     }
 }
 

@@ -1,9 +1,9 @@
 /// What CCS's answers do to a message (ccs-protocol.md §3–4): nacks by class, expiry, and the stops.
 extension Dispatcher {
     mutating func nackReceived(_ nack: InboundMessage.Nack, on id: Int, now: Double, actions: inout [DispatcherAction]) {
-        let group = Dispatcher.group(nack.success, nack.failure, nack.failedRegistrationIDs)
+        let group = nack.group
         var nackClass = NackClass(code: nack.error)
-        if let group, !group.failedRegistrationIDs.isEmpty, group.success == 0 {
+        if let group, group.everyMemberFailed {
             nackClass = .permanent  // every member of the group failed: final, with the list (§3)
         }
         let error = nack.error.rawValue
@@ -110,10 +110,5 @@ extension Dispatcher {
             final: true, invalidToken: false, group: nil), actions: &actions) {
             counters.nacked += 1
         }
-    }
-
-    static func group(_ success: Int?, _ failure: Int?, _ failed: [String]?) -> GroupOutcome? {
-        guard success != nil || failure != nil || failed != nil else { return nil }
-        return GroupOutcome(success: success ?? 0, failure: failure ?? failed?.count ?? 0, failedRegistrationIDs: failed ?? [])
     }
 }

@@ -108,7 +108,7 @@ extension Dispatcher {
             pendingReleasesHead += 1
             switch release {
             case .handOver(let messageID, let connection, let to):
-                if handOverPending[messageID] != nil, handOverPending[messageID]! <= through { handOverPending[messageID] = nil }
+                if let pending = handOverPending[messageID.key], pending <= through { handOverPending[messageID.key] = nil }
                 releaseAck(messageID: messageID, connection: connection, to: to, actions: &actions)
             case .ack(let messageID, let connection, let to):
                 releaseAck(messageID: messageID, connection: connection, to: to, actions: &actions)
@@ -130,13 +130,13 @@ extension Dispatcher {
         return actions
     }
 
-    private mutating func releaseAck(messageID: String, connection: Int, to: String, actions: inout [DispatcherAction]) {
+    private mutating func releaseAck(messageID: UpstreamMessageID, connection: Int, to: String, actions: inout [DispatcherAction]) {
         if sessions[connection] != nil {
             actions.append(.ack(connection: connection, to: to, messageID: messageID))
         } else {
             counters.acksDropped += 1
             actions.append(.log(DispatcherLog(.debug, "ACK not sent: the connection ended before the hand-over was recorded; CCS redelivers", [
-                ("connection", "\(connection)"), ("message_id", messageID)])))
+                ("connection", "\(connection)"), ("message_id", messageID.text)])))
         }
     }
 
@@ -160,19 +160,21 @@ extension Dispatcher {
     /// An upstream message or receipt: handed over once (a redelivery within the dedupe window is not), then
     /// ACKed on the connection it came on, either way, once the hand-over is recorded (ccs-protocol.md §3).
     /// A redelivery of one whose hand-over is still unrecorded waits for that record too. Returns true when
-    /// it was new.
+    /// it was new. Dedupe, and the store's memory of handed-over ids, go by `messageID.key`, which keeps ids
+    /// that differ only in unpaired surrogates apart; the ACK carries the message_id as the server wrote it.
     mutating func handOver(
-        _ messageID: String, from: String, _ event: DispatcherEvent, on id: Int, now: Double,
+        _ messageID: UpstreamMessageID, from: String, _ event: DispatcherEvent, on id: Int, now: Double,
         actions: inout [DispatcherAction]
     ) -> Bool {
-        if dedupe.firstSighting(of: messageID, now: now) {
-            let recordID = record(event, handedOverMessageID: messageID, actions: &actions)
-            handOverPending[messageID] = recordID
+        let key = messageID.key
+        if dedupe.firstSighting(of: key, now: now) {
+            let recordID = record(event, handedOverMessageID: key, actions: &actions)
+            handOverPending[key] = recordID
             pendingReleases.append((recordID, .handOver(messageID: messageID, connection: id, to: from)))
             return true
         }
         counters.upstreamDuplicates += 1
-        if handOverPending[messageID] != nil {
+        if handOverPending[key] != nil {
             // Behind the latest record (at or after the first sighting's), so ids stay in order.
             pendingReleases.append((lastRecordID, .ack(messageID: messageID, connection: id, to: from)))
         } else {
@@ -213,7 +215,8 @@ extension Dispatcher {
     /// Before `start`, after a restart: the store's live messages (in accept order, `attempts`, `sends`
     /// and `lastError` as stored, `acceptedAt` on this run's monotonic clock, derived by the driver from
     /// `acceptedAtUnixMillis`) and the upstream message_ids handed over within the dedupe window (`at` on
-    /// the same clock, so older ones are negative). Live messages are queued in accept order; one whose
+    /// the same clock, so older ones are negative; each `messageID` is the dedupe key the store was given in
+    /// `RecordRequest.handedOverMessageID`). Live messages are queued in accept order; one whose
     /// time_to_live ran out while ccsd was down ends `expired` (a `.record`), never sent. Duplicate ids in
     /// `records` are skipped.
     public mutating func restore(_ records: [MessageRecord], handedOver: [(messageID: String, at: Double)], now: Double) -> [DispatcherAction] {

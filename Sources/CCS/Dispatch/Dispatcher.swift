@@ -83,9 +83,9 @@ public struct Dispatcher: Sendable {
     /// What a confirmed record releases (`recorded(through:)`).
     enum Release: Sendable {
         /// The hand-over of an upstream message or receipt: then its ACK.
-        case handOver(messageID: String, connection: Int, to: String)
+        case handOver(messageID: UpstreamMessageID, connection: Int, to: String)
         /// A redelivery's ACK that waits for the first sighting's hand-over.
-        case ack(messageID: String, connection: Int, to: String)
+        case ack(messageID: UpstreamMessageID, connection: Int, to: String)
         /// A final message leaves the live set.
         case finalize(messageID: String)
     }
@@ -95,7 +95,7 @@ public struct Dispatcher: Sendable {
     var places: [String: Place] = [:]
     var slots: [Slot] = []
     var slotOfConnection: [Int: Int] = [:]
-    /// Resends (drain, lost connection, unblocked keys) go before new messages.
+    /// Resends (drain, lost connection, unblocked keys, retries whose backoff is over) go before new messages.
     var resendQueue = IDQueue()
     var readyQueue = IDQueue()
     var timers = TimerQueue<Timer>()
@@ -111,7 +111,8 @@ public struct Dispatcher: Sendable {
     /// Releases waiting for their record, in record id order.
     var pendingReleases: [(id: UInt64, release: Release)] = []
     var pendingReleasesHead = 0
-    /// Upstream message_ids whose hand-over is not yet recorded, with its record id.
+    /// Upstream message_ids (dedupe keys, `UpstreamMessageID.key`) whose hand-over is not yet recorded, with
+    /// its record id.
     var handOverPending: [String: UInt64] = [:]
     /// Messages in `.persisting`.
     public internal(set) var persisting = 0
@@ -208,7 +209,7 @@ public struct Dispatcher: Sendable {
             guard finalize(ack.messageID, event: .acked(
                 messageID: ack.messageID, to: ack.from ?? record.to,
                 canonicalRegistrationID: ack.canonicalRegistrationID,
-                group: Dispatcher.group(ack.success, ack.failure, ack.failedRegistrationIDs)), actions: &actions) else { break }
+                group: ack.group), actions: &actions) else { break }
             rateLimit.acked(key: record.rateKey)
             counters.acked += 1
         case .nack(let nack):
@@ -239,11 +240,11 @@ public struct Dispatcher: Sendable {
                 counters.nacked += 1
             }
         case .receipt(let receipt):
-            if handOver(receipt.messageID, from: receipt.from, .receipt(receipt), on: id, now: now, actions: &actions) {
+            if handOver(receipt.upstreamMessageID, from: receipt.from, .receipt(receipt), on: id, now: now, actions: &actions) {
                 counters.receipts += 1
             }
         case .upstream(let upstream):
-            if handOver(upstream.messageID, from: upstream.from, .upstream(upstream), on: id, now: now, actions: &actions) {
+            if handOver(upstream.upstreamMessageID, from: upstream.from, .upstream(upstream), on: id, now: now, actions: &actions) {
                 counters.upstream += 1
             }
         case .control(let controlType):
@@ -270,9 +271,10 @@ public struct Dispatcher: Sendable {
         while let timer = timers.popDue(now: now) {
             switch timer {
             case .retry(let messageID):
+                // Its backoff is over: it goes before messages accepted after it, as rate-limit releases do.
                 if places[messageID] == .retryWait {
                     places[messageID] = .queued
-                    readyQueue.push(messageID)
+                    resendQueue.push(messageID)
                 }
             case .unblock(let key):
                 for messageID in rateLimit.unblock(key: key, now: now) ?? [] where places[messageID] == .rateLimited {

@@ -6,7 +6,9 @@ public enum DispatcherAction: Sendable, Equatable {
     case send(connection: Int, record: MessageRecord)
     /// Send an ACK for an upstream message or receipt on the connection it arrived on (§3). Never windowed;
     /// only ever emitted by `Dispatcher.recorded(through:)`, once the hand-over was recorded.
-    case ack(connection: Int, to: String, messageID: String)
+    /// `messageID` carries the literal the server wrote when it held unpaired surrogates: write it with
+    /// `CCSStanza.ack(to:messageID:)`.
+    case ack(connection: Int, to: String, messageID: UpstreamMessageID)
     /// Close the stream cleanly.
     case close(connection: Int)
     /// Drop the connection at once: the dispatcher already counts it as ended (no ack within `ackTimeout`).

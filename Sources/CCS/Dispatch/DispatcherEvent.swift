@@ -26,16 +26,47 @@ public enum DispatcherEvent: Sendable, Equatable {
     }
 }
 
-/// Device-group counts from an ack or nack (ccs-protocol.md §3, shape unconfirmed).
+/// Device-group counts from an ack or nack (ccs-protocol.md §3, shape unconfirmed), as the server wrote them.
+///
+/// Nothing is wrapped, rounded or dropped (issue 7): a number keeps its exact text (`JSONValue.number`,
+/// `18446744073709551617`, `-0`, `1E2`; `.int` when it is written as a plain Int64), a non-number value and
+/// non-string `failed_registration_ids` elements are kept as received. A number no 64-bit float holds
+/// (`1e400`) cannot be written for JSON readers (Foundation refuses the whole line): it is `null` here and
+/// named in `decodeError`. Absent members: `success` 0, `failure` the number of failed ids, failed ids `[]`.
+/// Decisions use `successCount`/`failureCount`, which are set only for exact integers.
 public struct GroupOutcome: Sendable, Equatable {
-    public var success: Int
-    public var failure: Int
-    public var failedRegistrationIDs: [String]
+    /// Members reached, as written.
+    public var success: JSONValue
+    /// Members failed, as written.
+    public var failure: JSONValue
+    /// The tokens that failed, as written: an array, normally of strings.
+    public var failedRegistrationIDs: JSONValue
+    /// What could not be kept as written, e.g. `failure: number 1e400 is beyond the range of a 64-bit float;
+    /// read as null`; nil when everything was.
+    public var decodeError: String?
 
+    public init(success: JSONValue?, failure: JSONValue?, failedRegistrationIDs: JSONValue?, decodeError: String? = nil) {
+        let failed = failedRegistrationIDs ?? .array([])
+        self.success = success ?? .int(0)
+        self.failure = failure ?? .int(Int64(failed.arrayValue?.count ?? 0))
+        self.failedRegistrationIDs = failed
+        self.decodeError = decodeError
+    }
+
+    /// Counts and tokens that fit the usual types (tests, fixtures).
     public init(success: Int, failure: Int, failedRegistrationIDs: [String]) {
-        self.success = success
-        self.failure = failure
-        self.failedRegistrationIDs = failedRegistrationIDs
+        self.init(success: .int(Int64(success)), failure: .int(Int64(failure)),
+                  failedRegistrationIDs: .array(failedRegistrationIDs.map(JSONValue.string)))
+    }
+
+    /// `success` when it is exactly an integer that Int64 holds (`-0`, `0.0` and `1E2` are; `1e-400` is not).
+    public var successCount: Int64? { success.exactIntegerValue }
+    /// `failure` when it is exactly an integer that Int64 holds.
+    public var failureCount: Int64? { failure.exactIntegerValue }
+
+    /// True when every member failed: failed ids were listed and `success` is exactly 0 (§3).
+    public var everyMemberFailed: Bool {
+        failedRegistrationIDs.arrayValue?.isEmpty == false && successCount == 0
     }
 }
 

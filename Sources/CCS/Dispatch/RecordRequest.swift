@@ -8,6 +8,8 @@ public struct RecordRequest: Sendable, Equatable {
     /// transaction. The store keeps the first final event of a message_id and refuses a second.
     public let finalMessageID: String?
     /// The upstream message or receipt this event hands over: remember it for dedupe in the same transaction.
+    /// It is the dedupe key (`UpstreamMessageID.key`): the message_id, or, for one that held unpaired
+    /// surrogate escapes, U+FFFD and its JSON literal. `Dispatcher.restore` takes these keys back as they are.
     public let handedOverMessageID: String?
 
     public init(id: UInt64, event: DispatcherEvent, finalMessageID: String? = nil, handedOverMessageID: String? = nil) {

@@ -24,18 +24,20 @@ public enum InboundMessage: Sendable, Equatable {
         public var from: String?
         /// The canonical registration token, when CCS says the token has changed.
         public var canonicalRegistrationID: String?
-        /// Device-group acks: members reached, members failed, and the tokens that failed.
-        public var success: Int?
-        public var failure: Int?
-        public var failedRegistrationIDs: [String]?
+        /// Device-group acks: members reached, members failed, and the tokens that failed, as written.
+        public var group: GroupOutcome?
 
-        public init(messageID: String, from: String? = nil, canonicalRegistrationID: String? = nil, success: Int? = nil, failure: Int? = nil, failedRegistrationIDs: [String]? = nil) {
+        public init(messageID: String, from: String? = nil, canonicalRegistrationID: String? = nil, group: GroupOutcome?) {
             self.messageID = messageID
             self.from = from
             self.canonicalRegistrationID = canonicalRegistrationID
-            self.success = success
-            self.failure = failure
-            self.failedRegistrationIDs = failedRegistrationIDs
+            self.group = group
+        }
+
+        /// With counts that fit the usual types (tests, fixtures); no group when all three are nil.
+        public init(messageID: String, from: String? = nil, canonicalRegistrationID: String? = nil, success: Int? = nil, failure: Int? = nil, failedRegistrationIDs: [String]? = nil) {
+            self.init(messageID: messageID, from: from, canonicalRegistrationID: canonicalRegistrationID,
+                      group: InboundMessage.group(success, failure, failedRegistrationIDs))
         }
     }
 
@@ -45,19 +47,21 @@ public enum InboundMessage: Sendable, Equatable {
         /// The CCS error code, e.g. `.badRegistration` (§4).
         public var error: CCSErrorCode
         public var errorDescription: String?
-        /// Device-group nacks where every member failed.
-        public var success: Int?
-        public var failure: Int?
-        public var failedRegistrationIDs: [String]?
+        /// Device-group nacks (every member failed, or a retryable error), as written.
+        public var group: GroupOutcome?
 
-        public init(messageID: String, from: String? = nil, error: CCSErrorCode, errorDescription: String? = nil, success: Int? = nil, failure: Int? = nil, failedRegistrationIDs: [String]? = nil) {
+        public init(messageID: String, from: String? = nil, error: CCSErrorCode, errorDescription: String? = nil, group: GroupOutcome?) {
             self.messageID = messageID
             self.from = from
             self.error = error
             self.errorDescription = errorDescription
-            self.success = success
-            self.failure = failure
-            self.failedRegistrationIDs = failedRegistrationIDs
+            self.group = group
+        }
+
+        /// With counts that fit the usual types (tests, fixtures); no group when all three are nil.
+        public init(messageID: String, from: String? = nil, error: CCSErrorCode, errorDescription: String? = nil, success: Int? = nil, failure: Int? = nil, failedRegistrationIDs: [String]? = nil) {
+            self.init(messageID: messageID, from: from, error: error, errorDescription: errorDescription,
+                      group: InboundMessage.group(success, failure, failedRegistrationIDs))
         }
     }
 
@@ -74,9 +78,13 @@ public enum InboundMessage: Sendable, Equatable {
         public var decodeError: String?
         /// The `gcm` text as received, when `decodeError` is set.
         public var raw: String?
+        /// The message_id's JSON literal as written, when it held unpaired surrogate escapes (`messageID`
+        /// then has U+FFFD for them): the ACK echoes it, and dedupe tells such ids apart by it.
+        public var messageIDLiteral: String?
 
         public init(messageID: String, from: String, originalMessageID: String? = nil, status: String? = nil, deviceRegistrationID: String? = nil, category: String? = nil,
-                    decodeError: String? = nil, raw: String? = nil) {
+                    decodeError: String? = nil, raw: String? = nil, messageIDLiteral: String? = nil) {
+            self.messageIDLiteral = messageIDLiteral
             self.messageID = messageID
             self.from = from
             self.originalMessageID = originalMessageID
@@ -102,9 +110,13 @@ public enum InboundMessage: Sendable, Equatable {
         public var decodeError: String?
         /// The `gcm` text as received, when `decodeError` is set.
         public var raw: String?
+        /// The message_id's JSON literal as written, when it held unpaired surrogate escapes (`messageID`
+        /// then has U+FFFD for them): the ACK echoes it, and dedupe tells such ids apart by it.
+        public var messageIDLiteral: String?
 
         public init(messageID: String, from: String, category: String? = nil, data: JSONValue, timeToLive: Int64? = nil,
-                    decodeError: String? = nil, raw: String? = nil) {
+                    decodeError: String? = nil, raw: String? = nil, messageIDLiteral: String? = nil) {
+            self.messageIDLiteral = messageIDLiteral
             self.messageID = messageID
             self.from = from
             self.category = category
@@ -198,7 +210,7 @@ extension InboundMessage {
         // is named in decode_error; a text Foundation refuses otherwise is handed over raw when its
         // message_id (and from) can be recovered, so that it is ACKed once instead of redelivered forever.
         let object: [String: JSONValue]
-        var decodeError: String?
+        var problems: [String] = []
         do {
             object = try parseJSONObject(text)
         } catch {
@@ -207,45 +219,45 @@ extension InboundMessage {
                 return try recover(text, error)
             }
             object = recovered
-            decodeError = lenient.replaced.map {
+            problems = lenient.replaced.map {
                 "\($0.dottedPath ?? "a number in an array"): number \($0.text) is beyond the range of a 64-bit float; read as null"
-            }.joined(separator: "; ")
-        }
-        let raw = decodeError == nil ? nil : text
-        let messageType = object["message_type"]?.stringValue
-        switch messageType {
-        case nil:
-            if object["message_type"] != nil {
-                throw InboundParseError(field: "message_type", rule: "must be a string")
             }
-            let data = object["data"] ?? .object([:])
+        }
+        let literal = messageIDLiteral(object["message_id"]?.stringValue, in: text)
+        if let literal { problems.insert(literalProblem(literal), at: 0) }
+
+        /// An upstream message (no message_type, or one that is not a string): needs message_id and from.
+        func upstream() throws(InboundParseError) -> InboundMessage {
             let messageID = try string(object, "message_id", messageID: nil)
+            let from = try string(object, "from", messageID: messageID)
+            let decodeError = problems.isEmpty ? nil : problems.joined(separator: "; ")
             return .upstream(Upstream(
-                messageID: messageID,
-                from: try string(object, "from", messageID: messageID),
+                messageID: messageID, from: from,
                 category: object["category"]?.stringValue,
-                data: data,
+                data: object["data"] ?? .object([:]),
                 timeToLive: object["time_to_live"]?.intValue,
-                decodeError: decodeError, raw: raw))
-        case "ack":
+                decodeError: decodeError, raw: decodeError == nil ? nil : text, messageIDLiteral: literal))
+        }
+
+        switch object["message_type"] {
+        case nil:
+            return try upstream()
+        case .string("ack")?:
             return .ack(Ack(
                 messageID: try string(object, "message_id"),
                 from: object["from"]?.stringValue,
                 canonicalRegistrationID: object["registration_id"]?.stringValue,
-                success: object["success"]?.intValue.map(Int.init),
-                failure: object["failure"]?.intValue.map(Int.init),
-                failedRegistrationIDs: stringArray(object["failed_registration_ids"])))
-        case "nack":
+                group: group(object, in: text)))
+        case .string("nack")?:
             return .nack(Nack(
                 messageID: try string(object, "message_id"),
                 from: object["from"]?.stringValue,
                 error: object["error"]?.stringValue.map(CCSErrorCode.init(rawValue:)) ?? .unknown,
                 errorDescription: object["error_description"]?.stringValue,
-                success: object["success"]?.intValue.map(Int.init),
-                failure: object["failure"]?.intValue.map(Int.init),
-                failedRegistrationIDs: stringArray(object["failed_registration_ids"])))
-        case "receipt":
+                group: group(object, in: text)))
+        case .string("receipt")?:
             let data = object["data"]?.objectValue ?? [:]
+            let decodeError = problems.isEmpty ? nil : problems.joined(separator: "; ")
             return .receipt(Receipt(
                 messageID: try string(object, "message_id"),
                 from: object["from"]?.stringValue ?? "gcm.googleapis.com",
@@ -253,12 +265,97 @@ extension InboundMessage {
                 status: data["message_status"]?.stringValue,
                 deviceRegistrationID: data["device_registration_id"]?.stringValue,
                 category: object["category"]?.stringValue,
-                decodeError: decodeError, raw: raw))
-        case "control":
+                decodeError: decodeError, raw: decodeError == nil ? nil : text, messageIDLiteral: literal))
+        case .string("control")?:
             return .control(controlType: ControlType(rawValue: object["control_type"]?.stringValue ?? ""))
-        case let other?:
+        case .string(let other)?:
             return .unknown(messageType: other, messageID: object["message_id"]?.stringValue)
+        case let value?:
+            // Not a string: it cannot be an ack or nack ccsd could trust (it would resolve a downstream message
+            // on a guess), so it is read as an upstream message, named in decode_error, handed over and ACKed.
+            let problem = nonStringMessageType(JSONTokenScan.firstToken(at: ["message_type"], in: Array(text.utf8)), value)
+            problems.append(problem)
+            do {
+                return try upstream()
+            } catch {
+                throw InboundParseError(field: "message_type", rule: problem.dropFirst("message_type: ".count)
+                    + "; read as an upstream message, which needs \(error.description)", messageID: error.messageID)
+            }
         }
+    }
+
+    /// The message_id's JSON literal when `messageID` (as decoded) may hide unpaired surrogates (it has
+    /// U+FFFD) and the literal written has them; nil otherwise.
+    private static func messageIDLiteral(_ messageID: String?, in text: String) -> String? {
+        guard let messageID, messageID.unicodeScalars.contains("\u{FFFD}") else { return nil }
+        return JSONTokenScan.unpairedSurrogateLiteral("message_id", in: Array(text.utf8))
+    }
+
+    private static func literalProblem(_ literal: String) -> String {
+        "message_id: holds unpaired UTF-16 surrogate escapes, read as U+FFFD; written \(literal) (the ACK echoes it)"
+    }
+
+    /// `message_type: must be a string (got null)`: the value as written (`5`, `true`), or `an array` / `an object`.
+    private static func nonStringMessageType(_ token: JSONTokenScan.Token?, _ value: JSONValue?) -> String {
+        let written: String
+        switch token?.kind {
+        case .container?: written = token?.text == "[" ? "an array" : "an object"
+        case .number?, .literal?: written = token!.text
+        default:
+            switch value {
+            case .array?: written = "an array"
+            case .object?: written = "an object"
+            case let scalar?: written = scalar.serialized()
+            case nil: written = "a value that is not a string"
+            }
+        }
+        return "message_type: must be a string (got \(written))"
+    }
+
+    /// The device-group members of an ack or nack as written (`GroupOutcome`); nil when it has none. Numbers
+    /// take their text from the token scan, so `18446744073709551617`, `-0` and `1E2` stay as written.
+    private static func group(_ object: [String: JSONValue], in text: String) -> GroupOutcome? {
+        let keys = ["success", "failure", "failed_registration_ids"]
+        guard keys.contains(where: { object[$0] != nil }) else { return nil }
+        let bytes = Array(text.utf8)
+        var problems: [String] = []
+        func asWritten(_ value: JSONValue, _ token: JSONTokenScan.Token?, _ name: String) -> JSONValue {
+            guard let token, token.kind == .number, JSONValue.isNumberText(token.text) else { return value }
+            guard let double = Double(token.text), double.isFinite else {
+                problems.append("\(name): number \(token.text) is beyond the range of a 64-bit float; read as null")
+                return .null
+            }
+            if let integer = Int64(token.text), String(integer) == token.text { return .int(integer) }
+            return .number(token.text)
+        }
+        func member(_ key: String) -> JSONValue? {
+            object[key].map { asWritten($0, JSONTokenScan.firstToken(at: [key], in: bytes), key) }
+        }
+        var failed = object["failed_registration_ids"]
+        if case .array(let elements)? = failed {
+            // The array's own elements are the tokens with exactly this path (containers included), in order.
+            var tokens: [JSONTokenScan.Token] = []
+            JSONTokenScan.scan(bytes) { token in
+                if token.path.count == 2, token.path[0] == "failed_registration_ids", token.path[1] == nil { tokens.append(token) }
+                return true
+            }
+            if tokens.count == elements.count {
+                failed = .array(zip(elements, tokens).enumerated().map { index, pair in
+                    asWritten(pair.0, pair.1, "failed_registration_ids[\(index)]")
+                })
+            }
+        }
+        let success = member("success")
+        let failure = member("failure")
+        return GroupOutcome(success: success, failure: failure, failedRegistrationIDs: failed,
+                            decodeError: problems.isEmpty ? nil : problems.joined(separator: "; "))
+    }
+
+    /// Counts that fit the usual types, as a `GroupOutcome` (tests, fixtures); nil when all are nil.
+    static func group(_ success: Int?, _ failure: Int?, _ failed: [String]?) -> GroupOutcome? {
+        guard success != nil || failure != nil || failed != nil else { return nil }
+        return GroupOutcome(success: success.map { .int(Int64($0)) }, failure: failure.map { .int(Int64($0)) },
+                            failedRegistrationIDs: failed.map { .array($0.map(JSONValue.string)) })
     }
 
     /// Parses the trimmed `gcm` text (the XML parser joined its pieces).
@@ -277,7 +374,7 @@ extension InboundMessage {
 
     /// Best effort for a `gcm` text Foundation refuses: the top-level `message_id`, `from` and `message_type`
     /// string members, each decoded alone by Foundation (`JSONTokenScan`). An upstream message (no
-    /// message_type) needs message_id and from; a receipt needs message_id (its ACK goes to its `from`,
+    /// message_type, or one that is not a string: see `classify`) needs message_id and from; a receipt needs message_id (its ACK goes to its `from`,
     /// default `gcm.googleapis.com`); an ack or nack needs message_id (a nack's `error` defaults to
     /// `UNKNOWN`, which is retried); a control message needs control_type. Limits: members are found
     /// lexically, so a text broken before them may hide them (a message_type cut off makes an ack look like
@@ -285,18 +382,35 @@ extension InboundMessage {
     private static func recover(_ text: String, _ error: InboundParseError) throws(InboundParseError) -> InboundMessage {
         let bytes = Array(text.utf8)
         let messageID = JSONTokenScan.topLevelString("message_id", in: bytes).flatMap { $0.isEmpty ? nil : $0 }
+        let literal = messageIDLiteral(messageID, in: text)
         let from = JSONTokenScan.topLevelString("from", in: bytes).flatMap { $0.isEmpty ? nil : $0 }
-        let typeToken = JSONTokenScan.firstToken(at: ["message_type"], in: bytes)
-        let messageType = typeToken.map { JSONTokenScan.topLevelString("message_type", in: bytes) ?? $0.text }
-        let decodeError = "\(error.field): \(error.rule)"
+        var problems = ["\(error.field): \(error.rule)"]
+        if let literal { problems.insert(literalProblem(literal), at: 0) }
+        let messageType: String?
+        var typeProblem: String?
+        switch JSONTokenScan.firstToken(at: ["message_type"], in: bytes) {
+        case nil:
+            messageType = nil
+        case let token? where token.kind == .string:
+            messageType = JSONTokenScan.topLevelString("message_type", in: bytes) ?? token.text
+        case let token?:
+            // Not a string: read as an upstream message, as in `classify`.
+            typeProblem = nonStringMessageType(token, nil)
+            problems.append(typeProblem!)
+            messageType = nil
+        }
+        let decodeError = problems.joined(separator: "; ")
         switch messageType {
         case nil:
             guard let messageID, let from else {
-                throw InboundParseError(field: error.field, rule: error.rule + (messageID == nil ? "; no message_id recovered" : "; no from recovered"), messageID: messageID)
+                throw InboundParseError(field: typeProblem == nil ? error.field : "message_type",
+                                        rule: (typeProblem.map { String($0.dropFirst("message_type: ".count)) + "; " } ?? "")
+                                            + error.rule + (messageID == nil ? "; no message_id recovered" : "; no from recovered"),
+                                        messageID: messageID)
             }
             return .upstream(Upstream(
                 messageID: messageID, from: from, category: JSONTokenScan.topLevelString("category", in: bytes),
-                data: .null, decodeError: decodeError, raw: text))
+                data: .null, decodeError: decodeError, raw: text, messageIDLiteral: literal))
         case "receipt"?:
             guard let messageID else {
                 throw InboundParseError(field: error.field, rule: error.rule + "; no message_id recovered", messageID: nil)
@@ -309,7 +423,8 @@ extension InboundMessage {
                 messageID: messageID, from: from ?? "gcm.googleapis.com",
                 originalMessageID: member(["data", "original_message_id"]), status: member(["data", "message_status"]),
                 deviceRegistrationID: member(["data", "device_registration_id"]),
-                category: JSONTokenScan.topLevelString("category", in: bytes), decodeError: decodeError, raw: text))
+                category: JSONTokenScan.topLevelString("category", in: bytes), decodeError: decodeError, raw: text,
+                messageIDLiteral: literal))
         case "ack"?, "nack"?:
             // Not ACKed, but they resolve a downstream message: without them it would wait for its ack
             // timeout and be resent, to come back unreadable again.
@@ -348,10 +463,6 @@ extension InboundMessage {
         return hash
     }
 
-    private static func stringArray(_ value: JSONValue?) -> [String]? {
-        value?.arrayValue?.compactMap(\.stringValue)
-    }
-
     private static func parseStanzaError(_ stanza: XMLElement, gcm: XMLElement?) -> StanzaError {
         let error = stanza.children.first { $0.name == "error" }
         let condition = error?.children.first { $0.namespace == XMLNamespace.stanzas && $0.name != "text" }?.name
@@ -367,4 +478,14 @@ extension InboundMessage {
             condition: condition ?? "undefined-condition",
             code: error?.attribute("code"), text: text, echoedMessageType: echoedType)
     }
+}
+
+extension InboundMessage.Upstream {
+    /// The message_id as ccsd deduplicates and ACKs it (with the literal written, when it had one).
+    public var upstreamMessageID: UpstreamMessageID { UpstreamMessageID(text: messageID, literal: messageIDLiteral) }
+}
+
+extension InboundMessage.Receipt {
+    /// The message_id as ccsd deduplicates and ACKs it (with the literal written, when it had one).
+    public var upstreamMessageID: UpstreamMessageID { UpstreamMessageID(text: messageID, literal: messageIDLiteral) }
 }

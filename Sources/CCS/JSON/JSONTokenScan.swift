@@ -12,7 +12,9 @@ import Foundation
 public struct JSONTokenScan {
     /// One scalar as written.
     public struct Token: Sendable, Equatable {
-        public enum Kind: Sendable, Equatable { case string, number, literal }
+        /// `container` is the opening `{` or `[` of an object or array value (its `text` is that one byte),
+        /// so that a member whose value is a container is found too.
+        public enum Kind: Sendable, Equatable { case string, number, literal, container }
         public var kind: Kind
         /// Object keys from the top level down to the token; nil for an array element level.
         public var path: [String?]
@@ -52,10 +54,12 @@ public struct JSONTokenScan {
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "{"):
+                if !visit(Token(kind: .container, path: path(), text: "{", range: index..<index + 1)) { return }
                 stack.append(.object(key: nil))
                 expectingKey = true
                 index += 1
             case UInt8(ascii: "["):
+                if !visit(Token(kind: .container, path: path(), text: "[", range: index..<index + 1)) { return }
                 stack.append(.array)
                 expectingKey = false
                 index += 1
@@ -114,6 +118,16 @@ public struct JSONTokenScan {
     public static func topLevelString(_ key: String, in bytes: [UInt8]) -> String? {
         guard let token = firstToken(at: [key], in: bytes), token.kind == .string else { return nil }
         return decodeString(bytes[token.range])
+    }
+
+    /// The JSON string literal of top-level member `key` exactly as written (quotes and escapes included),
+    /// when it holds an unpaired UTF-16 surrogate escape: Foundation reads those as U+FFFD (after
+    /// `JSONSurrogateRepair`), so distinct literals (`"s-\ud800"`, `"s-\udfff"`) decode to one text and only
+    /// the literal tells them apart. nil when the member is absent, not a string, or has no such escape.
+    public static func unpairedSurrogateLiteral(_ key: String, in bytes: [UInt8]) -> String? {
+        guard let token = firstToken(at: [key], in: bytes), token.kind == .string,
+              JSONSurrogateRepair.repaired(Data(bytes[token.range])) != nil else { return nil }
+        return token.text
     }
 
     /// Number tokens that no Double can hold (`1e400`, `-2e308`): Foundation refuses the whole text for one.

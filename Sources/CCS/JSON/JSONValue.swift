@@ -121,6 +121,71 @@ public enum JSONValue: Sendable, Equatable {
     }
     public subscript(key: String) -> JSONValue? { objectValue?[key] }
 
+    /// The value when it is exactly an integer Int64 holds, whatever its written form: `.int`; a `.double`
+    /// with no fraction within ±2^53 (beyond that a Double is not exact); a `.number` whose text is exactly
+    /// an integer (`-0`, `1E2`, `2.50e1`; not `2.5`, `1e-400` or `18446744073709551617`). Never wrapped.
+    public var exactIntegerValue: Int64? {
+        switch self {
+        case .int(let i): return i
+        case .number(let text): return JSONValue.exactInteger(ofNumberText: text)
+        case .double(let d) where d.rounded() == d && abs(d) <= 9_007_199_254_740_992: return Int64(d)
+        default: return nil
+        }
+    }
+
+    /// The integer a JSON number text (RFC 8259 §6) denotes exactly, when it is one that Int64 holds; nil for a
+    /// fraction, an integer out of range, or a text that is not a JSON number. Decimal arithmetic on the
+    /// digits (no Double), so `1e-400` is not 0 and `9223372036854775808` does not wrap.
+    public static func exactInteger(ofNumberText text: String) -> Int64? {
+        guard isNumberText(text) else { return nil }
+        let bytes = Array(text.utf8)
+        var index = 0
+        let negative = bytes.first == UInt8(ascii: "-")
+        if negative { index += 1 }
+        var digits: [UInt8] = []
+        var exponent = 0
+        var fraction = false
+        while index < bytes.count, bytes[index] != UInt8(ascii: "e"), bytes[index] != UInt8(ascii: "E") {
+            if bytes[index] == UInt8(ascii: ".") {
+                fraction = true
+            } else {
+                digits.append(bytes[index] - UInt8(ascii: "0"))
+                if fraction { exponent -= 1 }
+            }
+            index += 1
+        }
+        if index < bytes.count {  // exponent: capped, as no integer Int64 holds needs more than 19 digits
+            index += 1
+            var sign = 1
+            if bytes[index] == UInt8(ascii: "-") { sign = -1; index += 1 } else if bytes[index] == UInt8(ascii: "+") { index += 1 }
+            var value = 0
+            while index < bytes.count {
+                value = min(value * 10 + Int(bytes[index] - UInt8(ascii: "0")), 1_000_000)
+                index += 1
+            }
+            exponent += sign * value
+        }
+        while digits.first == 0 { digits.removeFirst() }
+        guard !digits.isEmpty else { return 0 }
+        while digits.last == 0 {
+            digits.removeLast()
+            exponent += 1
+        }
+        guard exponent >= 0, digits.count + exponent <= 19 else { return nil }
+        var magnitude: UInt64 = 0
+        for digit in digits + [UInt8](repeating: 0, count: exponent) {
+            let (times10, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+            let (sum, overflow2) = times10.addingReportingOverflow(UInt64(digit))
+            guard !overflow1, !overflow2 else { return nil }
+            magnitude = sum
+        }
+        if negative {
+            guard magnitude <= UInt64(Int64.max) + 1 else { return nil }
+            return magnitude == UInt64(Int64.max) + 1 ? Int64.min : -Int64(magnitude)
+        }
+        return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+    }
+
     /// The JSON type name for error messages: "string", "integer", "number", "boolean", "object", "array", "null".
     public var typeName: String {
         switch self {

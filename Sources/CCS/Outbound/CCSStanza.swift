@@ -28,13 +28,20 @@ public enum CCSStanza {
     /// The ACK of an upstream message or receipt: `<message id="ccsd-ack:ID"><gcm xmlns="google:mobile:data">`
     /// `{"to":FROM,"message_id":ID,"message_type":"ack"}</gcm></message>` (§3).
     public static func ack(to: String, messageID: String) -> String {
+        ack(to: to, messageID: UpstreamMessageID(text: messageID))
+    }
+
+    /// The ACK of an upstream message or receipt whose message_id may hold unpaired surrogate escapes: its
+    /// `message_id` is the JSON literal the server wrote (`UpstreamMessageID.jsonValueText`), escapes and
+    /// all, so the server can match it; the stanza `id` uses the decoded text.
+    public static func ack(to: String, messageID: UpstreamMessageID) -> String {
         var json = "{\"to\":"
         JSONValue.writeString(to, to: &json)
         json += ",\"message_id\":"
-        JSONValue.writeString(messageID, to: &json)
+        json += messageID.jsonValueText()
         json += ",\"message_type\":\"ack\"}"
         var out = "<message id=\""
-        XMLWriter.appendEscapedAttribute(ackStanzaID(messageID: messageID), to: &out)
+        XMLWriter.appendEscapedAttribute(ackStanzaID(messageID: messageID.text), to: &out)
         out += "\"><gcm xmlns=\"google:mobile:data\">"
         XMLWriter.appendEscapedText(json, to: &out)
         out += "</gcm></message>"

@@ -5,7 +5,9 @@ import XMLStream
 public enum ClientPayload: Sendable, Equatable {
     /// A downstream message to answer with an ack or nack.
     case downstream(Downstream)
-    /// The client's ACK of an upstream message or receipt (`message_type` `ack`).
+    /// The client's ACK of an upstream message or receipt (`message_type` `ack`). `messageID` is the decoded
+    /// message_id, or, when it holds an unpaired surrogate escape, its JSON string literal as the client wrote
+    /// it (quotes and escapes): a server matches the id it sent, not its U+FFFD reading.
     case ack(messageID: String)
     /// Anything else with a `message_type` (a client NACK of upstream, which CCS forbids; unknown types).
     case otherType(String)
@@ -37,7 +39,7 @@ public enum ClientPayload: Sendable, Equatable {
         if let type = object["message_type"] {
             guard let type = type.stringValue else { return .otherType(type.serialized()) }
             if type == "ack", let messageID = object["message_id"]?.stringValue, !messageID.isEmpty {
-                return .ack(messageID: messageID)
+                return .ack(messageID: JSONTokenScan.unpairedSurrogateLiteral("message_id", in: Array(text.utf8)) ?? messageID)
             }
             return .otherType(type)
         }

@@ -7,7 +7,8 @@ import CCS
 /// `firstAttemptOnly` nack attempt 1 only); then `nackRate` → SERVICE_UNAVAILABLE; then an ack, which is a
 /// device-group ack for a `to` starting with `group-` (`success` 2, `failure` 1,
 /// `failed_registration_ids` `["failed-member-of-TO"]`) and carries `registration_id` `canonical-TO`
-/// for a `to` starting with `canon-`.
+/// for a `to` starting with `canon-`. A `to` starting with `group-unusual-` gets a device-group ack whose
+/// counts no client integer type holds, as independent servers write them (`unusualGroupSuccess` …).
 public struct DownstreamPolicy: Sendable {
     public enum Outcome: Sendable, Equatable {
         /// Ack; `json` is the ack payload.
@@ -53,7 +54,11 @@ public struct DownstreamPolicy: Sendable {
         ack.add("from", target)
         ack.add("message_id", messageID)
         ack.add("message_type", "ack")
-        if target.hasPrefix("group-") {
+        if target.hasPrefix("group-unusual-") {
+            ack.add("success", raw: Self.unusualGroupSuccess)
+            ack.add("failure", raw: Self.unusualGroupFailure)
+            ack.add("failed_registration_ids", raw: Self.unusualGroupFailedRegistrationIDs(target))
+        } else if target.hasPrefix("group-") {
             ack.add("success", .int(2))
             ack.add("failure", .int(1))
             ack.add("failed_registration_ids", .array([.string("failed-member-of-\(target)")]))
@@ -62,6 +67,14 @@ public struct DownstreamPolicy: Sendable {
             ack.add("registration_id", "canonical-\(target)")
         }
         return .ack(json: ack.text)
+    }
+
+    /// The counts of a `group-unusual-` ack, as JSON text: `success` beyond UInt64, `failure` beyond any
+    /// 64-bit float, and `failed_registration_ids` with a number and a negative zero among the tokens.
+    public static let unusualGroupSuccess = "18446744073709551617"
+    public static let unusualGroupFailure = "1e400"
+    public static func unusualGroupFailedRegistrationIDs(_ target: String) -> String {
+        #"["failed-member-of-\#(target)",5,-0]"#
     }
 
     /// `{"message_type":"nack","message_id":ID,"from":TO,"error":CODE,"error_description":"…"}` (§3).

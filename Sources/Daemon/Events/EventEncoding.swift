@@ -5,8 +5,10 @@ extension DispatcherEvent {
     ///
     /// Shapes: `accepted {message_id}`, `rejected {message_id?, field, error, line?, outcome?, retryable?}`
     /// (`retryable` only when true; `outcome` the stored final event object of an already-final message_id),
-    /// `acked {message_id, to, registration_id?, success?, failure?, failed_registration_ids?}`,
-    /// `nacked {message_id, error, description, final, invalid_token, failed_registration_ids?}`,
+    /// `acked {message_id, to, registration_id?, success?, failure?, failed_registration_ids?, decode_error?}`,
+    /// `nacked {message_id, error, description, final, invalid_token, success?, failure?,
+    /// failed_registration_ids?, decode_error?}` (device-group members as the server wrote them, numbers digit
+    /// for digit; `decode_error` names a number no 64-bit float holds, written `null`: see `GroupOutcome`),
     /// `expired {message_id}`, `upstream {message_id, from, category, data, decode_error?, raw?}`,
     /// `receipt {message_id, original_message_id, status, device_registration_id, decode_error?, raw?}`,
     /// `connection {id, endpoint, state, reason?}`. Upstream `data` is written back exactly as received.
@@ -29,27 +31,29 @@ extension DispatcherEvent {
             if let outcome { line.field("outcome", (try? JSONValue.parse(outcome)) ?? .string(outcome)) }
             if retryable { line.field("retryable", .bool(true)) }
         case .acked(let messageID, let to, let canonical, let group):
+            if let error = group?.decodeError { line.field("decode_error", error) }
             line.field("event", "acked")
             if let group {
-                line.field("failed_registration_ids", .array(group.failedRegistrationIDs.map(JSONValue.string)))
-                line.field("failure", .int(Int64(group.failure)))
+                line.field("failed_registration_ids", group.failedRegistrationIDs)
+                line.field("failure", group.failure)
             }
             line.field("message_id", messageID)
             if let canonical { line.field("registration_id", canonical) }
-            if let group { line.field("success", .int(Int64(group.success))) }
+            if let group { line.field("success", group.success) }
             line.field("to", to)
         case .nacked(let messageID, let error, let description, let final, let invalidToken, let group):
+            if let error = group?.decodeError { line.field("decode_error", error) }
             line.field("description", description.map(JSONValue.string) ?? .null)
             line.field("error", error)
             line.field("event", "nacked")
             if let group {
-                line.field("failed_registration_ids", .array(group.failedRegistrationIDs.map(JSONValue.string)))
-                line.field("failure", .int(Int64(group.failure)))
+                line.field("failed_registration_ids", group.failedRegistrationIDs)
+                line.field("failure", group.failure)
             }
             line.field("final", .bool(final))
             line.field("invalid_token", .bool(invalidToken))
             line.field("message_id", messageID)
-            if let group { line.field("success", .int(Int64(group.success))) }
+            if let group { line.field("success", group.success) }
         case .expired(let messageID):
             line.field("event", "expired")
             line.field("message_id", messageID)
