@@ -24,7 +24,8 @@ let usage = """
       --stats-file FILE         write the stats JSON on exit
       --received-ids-file FILE  write on exit the message_ids seen: {"downstream_received":[...],
                                 "downstream_acked":[...],"upstream_sent":[...],"receipts_sent":[...],
-                                "client_acked":[...]} (upstream and receipt ids the client ACKed)
+                                "client_acked":[...],"client_acked_on":[...]} (upstream and receipt ids
+                                the client ACKed, and the connection id each ACK came on)
     fault modes (off by default):
       --end-after-login FORM    end every stream right after login, at the client's first message (never
                                 answered) or --end-after-login-delay-ms after login; FORM is one of

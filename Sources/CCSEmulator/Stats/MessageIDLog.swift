@@ -18,9 +18,11 @@ public struct EmulatorMessageIDs: Sendable, Equatable {
     /// order (an ACK takes the message off that connection's pending list, so each is listed once per delivery
     /// ACKed).
     public var clientAcked: [String]
+    /// The emulator connection id (1, 2, … in accept order) each of `clientAcked` arrived on.
+    public var clientAckedOn: [Int]
 
     /// One JSON object: `{"downstream_received":[…],"downstream_acked":[…],"upstream_sent":[…],
-    /// "receipts_sent":[…],"client_acked":[…]}`.
+    /// "receipts_sent":[…],"client_acked":[…],"client_acked_on":[connection ids]}`.
     public var json: String {
         var out = OrderedJSON()
         for (key, ids) in [("downstream_received", downstreamReceived), ("downstream_acked", downstreamAcked),
@@ -28,6 +30,7 @@ public struct EmulatorMessageIDs: Sendable, Equatable {
                            ("client_acked", clientAcked)] {
             out.add(key, .array(ids.map { .string($0) }))
         }
+        out.add("client_acked_on", .array(clientAckedOn.map { .int(Int64($0)) }))
         return out.text
     }
 }
@@ -54,7 +57,8 @@ extension CCSEmulator {
             EmulatorMessageIDs(downstreamReceived: self.seen.keys.sorted(),
                                downstreamAcked: self.seen.filter { $0.value.acked }.keys.sorted(),
                                upstreamSent: self.sentLog.upstream, receiptsSent: self.sentLog.receipts,
-                               clientAcked: self.clientAcks().map(\.messageID))
+                               clientAcked: self.clientAcks().map(\.messageID),
+                               clientAckedOn: self.clientAcks().map(\.connection))
         }
         return loop.inEventLoop ? body() : loop.submitAndWait(body)
     }
