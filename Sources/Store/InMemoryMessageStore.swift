@@ -101,6 +101,7 @@ public final class InMemoryMessageStore: MessageStore {
                 _ = append(record.line, now: now, to: &result)
             }
         }
+        for (consumer, seq) in batch.eventCursors { cursors[consumer] = max(cursors[consumer] ?? seq, seq) }
         prune(now: now)
         return result
     }
@@ -145,6 +146,11 @@ public final class InMemoryMessageStore: MessageStore {
     public func acknowledgeEvents(consumer: String, through seq: Int64) throws(StoreError) {
         try checkOpen("acknowledging events")
         cursors[consumer] = max(cursors[consumer] ?? seq, seq)
+    }
+
+    public func cursor(of consumer: String) throws(StoreError) -> Int64? {
+        try checkOpen("reading a consumer cursor")
+        return cursors[consumer]
     }
 
     public func close() { closed = true }

@@ -20,6 +20,8 @@ public protocol MessageStore: AnyObject {
     /// until every registered consumer acknowledged them, and at most `eventsRetention`.
     /// A cursor never moves back.
     func acknowledgeEvents(consumer: String, through seq: Int64) throws(StoreError)
+    /// The seq `consumer` acknowledged last, or nil when it never did.
+    func cursor(of consumer: String) throws(StoreError) -> Int64?
     /// Releases the database and the directory lock. Further calls throw.
     func close()
 }
@@ -101,13 +103,21 @@ public struct StoreBatch: Sendable, Equatable {
     }
 
     public private(set) var operations: [Operation] = []
+    /// Consumer cursors to move forward in the same transaction (`MessageStore.acknowledgeEvents`), highest
+    /// seq per consumer. A batch holding only these is not empty (it is no probe).
+    public private(set) var eventCursors: [String: Int64] = [:]
     /// Where the pending progress of each message sits in `operations`, so a newer one replaces it.
     private var progressIndex: [String: Int] = [:]
 
     public init() {}
 
-    public var isEmpty: Bool { operations.isEmpty }
+    public var isEmpty: Bool { operations.isEmpty && eventCursors.isEmpty }
     public var count: Int { operations.count }
+
+    /// Records that `consumer` has every event up to `seq` (kept at the highest seq given).
+    public mutating func acknowledgeEvents(consumer: String, through seq: Int64) {
+        eventCursors[consumer] = max(eventCursors[consumer] ?? seq, seq)
+    }
 
     public mutating func insert(_ insert: Insert) { operations.append(.insert(insert)) }
 
@@ -124,6 +134,7 @@ public struct StoreBatch: Sendable, Equatable {
 
     /// Appends the operations of `other` after this batch's (progress still coalesced per message).
     public mutating func append(contentsOf other: StoreBatch) {
+        for (consumer, seq) in other.eventCursors { acknowledgeEvents(consumer: consumer, through: seq) }
         for operation in other.operations {
             switch operation {
             case .insert(let value): insert(value)
@@ -137,6 +148,7 @@ public struct StoreBatch: Sendable, Equatable {
     /// of the inserts are answered `failed` at once instead of waiting for the disk).
     public var withoutInserts: StoreBatch {
         var batch = StoreBatch()
+        batch.eventCursors = eventCursors
         for operation in operations {
             switch operation {
             case .insert: continue
@@ -152,7 +164,9 @@ public struct StoreBatch: Sendable, Equatable {
         operations.compactMap { if case .insert(let value) = $0 { value } else { nil } }
     }
 
-    public static func == (lhs: StoreBatch, rhs: StoreBatch) -> Bool { lhs.operations == rhs.operations }
+    public static func == (lhs: StoreBatch, rhs: StoreBatch) -> Bool {
+        lhs.operations == rhs.operations && lhs.eventCursors == rhs.eventCursors
+    }
 }
 
 /// An event as the journal keeps it.

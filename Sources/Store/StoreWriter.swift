@@ -139,6 +139,14 @@ public final class StoreWriter: @unchecked Sendable {
         pendingChanged()
     }
 
+    /// Records that `consumer` has every journaled event up to `seq`. Lazy: it rides on the next commit (or
+    /// the one at `close`) and starts none of its own, so acknowledging what a commit journaled costs no
+    /// extra transaction. A cursor lost in a crash only means those events are delivered again.
+    public func acknowledgeEvents(consumer: String, through seq: Int64) {
+        guard accepting else { return }
+        pending.acknowledgeEvents(consumer: consumer, through: seq)
+    }
+
     /// Commits what is pending, then closes the store on its queue and calls `completion` on the loop.
     /// While the store is unavailable or after a fatal error, what is not committed is dropped: it was not
     /// acknowledged to anyone (a restart resends or redelivers it).
@@ -177,8 +185,10 @@ public final class StoreWriter: @unchecked Sendable {
     }
 
     /// Starts a commit of what is pending, unless one is in flight or a retry is waiting for its delay.
+    /// Pending consumer cursors alone start no commit (they ride on the next one), except when closing.
     private func flush() {
         guard !inFlight, case .running = state, !pending.isEmpty else { return }
+        guard pending.count > 0 || closeCompletion != nil else { return }
         let batch = pending
         pending = StoreBatch()
         start(batch)

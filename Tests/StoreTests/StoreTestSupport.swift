@@ -219,6 +219,8 @@ final class ScriptedStore: Store.MessageStore, @unchecked Sendable {
         try inner.acknowledgeEvents(consumer: consumer, through: seq)
     }
 
+    func cursor(of consumer: String) throws(StoreError) -> Int64? { try inner.cursor(of: consumer) }
+
     func close() {
         lock.lock()
         closed = true

@@ -163,6 +163,30 @@ import Testing
         #expect(try reopened.load(nowUnixMillis: 1).live.map(\.messageID) == ["a"])
     }
 
+    /// A consumer cursor rides on the next commit and starts none of its own, except at close.
+    @Test(arguments: StoreKind.allCases)
+    func anEventsCursorRidesOnTheNextCommitOrTheClose(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try kind.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store)
+        loop.turn { writer.enqueue(upstream(1, "u1")) }
+        #expect(loop.waitUntil { $0.committed.count == 1 })
+        loop.turn { writer.acknowledgeEvents(consumer: "events-file", through: 1) }
+        loop.turn {}
+        #expect(loop.turn { writer.commitCount } == 1, "a cursor alone started a commit")
+        #expect(try store.cursor(of: "events-file") == nil)
+        loop.turn { writer.enqueue(upstream(2, "u2")) }
+        #expect(loop.waitUntil { $0.committed.count == 2 })
+        #expect(try store.cursor(of: "events-file") == 1)
+        loop.turn { writer.acknowledgeEvents(consumer: "events-file", through: 2) }
+        var closed = false
+        loop.turn { writer.close { closed = true } }
+        #expect(loop.waitUntil { _ in loop.turn { closed } })
+        #expect(store.committedBatches.count == 3)
+        #expect(store.committedBatches.last?.eventCursors == ["events-file": 2])
+    }
+
     @Test func retryDelayDoublesFromOneSecondToThirty() {
         let delays = (1...8).map { StoreWriter.retryDelay(failures: $0, base: .seconds(1), cap: .seconds(30)) }
         #expect(delays == [1, 2, 4, 8, 16, 30, 30, 30].map { Duration.seconds($0) })

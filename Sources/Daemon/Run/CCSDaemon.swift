@@ -263,11 +263,44 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     private func startStore() {
         do throws(StoreError) {
             snapshot = try store.load(nowUnixMillis: wallClock())
+            guard try replayUnwrittenEvents() else {
+                outletBroken = true
+                let reason = outlet.failure ?? "unknown"
+                later { $0.outletFailed(reason: reason, now: $1) }
+                return
+            }
             later { $0.partStarted(.store, now: $1) }
         } catch {
             let reason = error.description
             later { $0.partFailed(.store, reason: reason, now: $1) }
         }
+    }
+
+    /// The consumer name of the events file in the journal's cursors (`MessageStore.acknowledgeEvents`).
+    static let eventsFileConsumer = "events-file"
+
+    /// Writes the journaled events the events file may not have: those after its cursor. A run killed between
+    /// a commit and writing its lines (or whose events file failed) left them only in the journal; they go
+    /// out first now, before anything new. At least once: lines written but not yet acknowledged when the
+    /// previous run died come again, with the same `seq` (readers skip a `seq` they have seen).
+    /// - Returns: false when the events file cannot take them.
+    private func replayUnwrittenEvents() throws(StoreError) -> Bool {
+        var after = try store.cursor(of: Self.eventsFileConsumer) ?? 0
+        var replayed = 0
+        while true {
+            let events = try store.events(after: after, limit: 1000)
+            guard let last = events.last else { break }
+            for event in events { outlet.append(Self.eventLine(event)) }
+            guard outlet.flush() else { return false }
+            try store.acknowledgeEvents(consumer: Self.eventsFileConsumer, through: last.seq)
+            replayed += events.count
+            after = last.seq
+        }
+        if replayed > 0 {
+            logger.warning("wrote events the previous run had journaled but not written (it stopped in between)",
+                           ["events": "\(replayed)", "through_seq": "\(after)"])
+        }
+        return true
     }
 
     /// Restores what the store kept (accept times rebased from the wall clock onto the monotonic one), then
@@ -315,9 +348,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             // Hand over first (journaled lines out and flushed), then release what waited (§3).
             guard !outletBroken else { return }
             for event in result.journaled { outlet.append(Self.eventLine(event)) }
-            if !result.journaled.isEmpty, !outlet.flush() {
-                outletFailed()
-                return
+            if let last = result.journaled.last {
+                guard outlet.flush() else {
+                    outletFailed()
+                    return
+                }
+                // Rides on the next commit; a crash before it only means these lines are written again.
+                writer.acknowledgeEvents(consumer: Self.eventsFileConsumer, through: last.seq)
             }
             var actions: [DispatcherAction] = []
             if !result.persisted.isEmpty { actions += dispatcher.persisted(result.persisted, now: now()) }

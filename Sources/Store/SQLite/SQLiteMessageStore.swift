@@ -182,6 +182,11 @@ public final class SQLiteMessageStore: MessageStore {
                     try self.record(record, seq: &seq, now: now, statements: s, result: &result)
                 }
             }
+            for (consumer, cursor) in batch.eventCursors.sorted(by: { $0.key < $1.key }) {
+                s.upsertCursor.bind(1, consumer)
+                s.upsertCursor.bind(2, cursor)
+                try s.upsertCursor.run(operation: operation)
+            }
             if batch.isEmpty {
                 s.probe.bind(1, now)
                 try s.probe.run(operation: operation)
@@ -336,13 +341,21 @@ public final class SQLiteMessageStore: MessageStore {
         try s.upsertCursor.run(operation: operation)
     }
 
+    public func cursor(of consumer: String) throws(StoreError) -> Int64? {
+        let operation = "reading a consumer cursor"
+        let (_, s) = try open(operation)
+        s.selectCursor.bind(1, consumer)
+        defer { s.selectCursor.reset() }
+        return try s.selectCursor.step(operation: operation) ? s.selectCursor.int64(0) : nil
+    }
+
     /// Every statement, prepared once after the migrations.
     private final class Statements {
         let begin, commit, rollback: SQLiteStatement
         let selectMessage, insertMessage, deleteMessage, updateProgress, markFinal: SQLiteStatement
         let insertEvent, upsertHandedOver, updateLastSeq, probe: SQLiteStatement
         let pruneFinal, pruneHandedOver, oldestEvent, minCursor, pruneEvents: SQLiteStatement
-        let selectLive, selectHandedOver, selectEvents, upsertCursor: SQLiteStatement
+        let selectLive, selectHandedOver, selectEvents, upsertCursor, selectCursor: SQLiteStatement
         let database: SQLiteDatabase
 
         init(_ db: SQLiteDatabase) throws(StoreError) {
@@ -396,6 +409,7 @@ public final class SQLiteMessageStore: MessageStore {
                 INSERT INTO cursors (consumer, seq) VALUES (?1, ?2)
                 ON CONFLICT (consumer) DO UPDATE SET seq = max(seq, excluded.seq)
                 """, operation: op)
+            selectCursor = try db.prepare("SELECT seq FROM cursors WHERE consumer = ?1", operation: op)
         }
     }
 }
