@@ -8,9 +8,10 @@ import CorpusFixtures
 /// ccsd end to end against the emulator over real TLS on loopback.
 @Suite(.serialized) struct EndToEndTests {
     @Test func drainFailoverUnderLoadLosesNothing() async throws {
-        // Acks take 500 ms and the drain grace is 30 ms, so messages are still in flight when the server
-        // closes the draining stream: they must be resent elsewhere with the same message_id.
-        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 500; $0.drainGraceMilliseconds = 30 },
+        // Acks take 1 s and the drain grace is 30 ms, so messages are still in flight when the server closes
+        // the draining stream: they must be resent elsewhere with the same message_id. (The load lasts about
+        // 6 s, so a loaded machine that notices 200 acks late still drains mid-load.)
+        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 1000; $0.drainGraceMilliseconds = 30 },
                                 daemon: { $0.connections = 2 })
         defer { run.stop(); run.cleanUp() }
         let ids = (0..<1200).map { "m-\($0)" }
