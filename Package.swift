@@ -28,8 +28,8 @@ let package = Package(
         .target(name: "TLS", dependencies: ["COpenSSL"]),
         .target(name: "XMLStream", dependencies: ["CLibXML2"]),
         .target(name: "XMPP", dependencies: ["TLS", "XMLStream"]),
-        .target(name: "CCS", dependencies: ["XMLStream", "XMPP"]),
-        .target(name: "CCSEmulator", dependencies: ["TLS", "XMLStream", "XMPP", "CCS"]),
+        .target(name: "CCS", dependencies: ["XMLStream"]),
+        .target(name: "CCSEmulator", dependencies: ["TLS", "XMLStream", "CCS"]),
         .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "Store"]),
         // The durable message store (SQLite through Debian's libsqlite3) and the in-memory one.
         .target(name: "Store", dependencies: ["CCS", "CSQLite"]),
@@ -37,18 +37,19 @@ let package = Package(
         // Executables.
         .executableTarget(name: "ccsd", dependencies: ["Daemon"]),
         .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator"]),
-        .executableTarget(name: "ccsd-bench", dependencies: ["Daemon", "CCSEmulator"]),
+        // Runs the built `ccsd` and `ccs-emulator` as processes: build every product first (`swift build -c release`).
+        .executableTarget(name: "ccsd-bench", dependencies: ["CCS"]),
 
         // The downstream corpus (Tests/Corpus) for the unit and end-to-end tests.
         .target(name: "CorpusFixtures", dependencies: ["CCS"], path: "Tests/CorpusFixtures"),
         // Test support for the daemon's drivers (test targets only): a manual loop and clock, a mock XMPP
         // connection, an in-memory events outlet.
-        .target(name: "TestSupport", dependencies: ["Daemon", "CCS", "XMPP", "XMLStream", "Store"], path: "Tests/TestSupport"),
+        .target(name: "TestSupport", dependencies: ["Daemon", "CCS", "XMPP", "XMLStream"], path: "Tests/TestSupport"),
 
         // Unit tests: no sockets.
         .testTarget(name: "XMLStreamTests", dependencies: ["XMLStream"]),
         .testTarget(name: "XMPPTests", dependencies: ["XMPP", "XMLStream"]),
-        .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "XMPP", "CorpusFixtures"]),
+        .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "CorpusFixtures"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS", "TLS", "XMPP", "XMLStream", "TestSupport", "Store"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "CCS", "CSQLite"]),

@@ -7,8 +7,8 @@ import Foundation
 public struct XMPPCredentials: Sendable, Equatable, CustomStringConvertible {
     /// The local part of the JID; for CCS the sender ID.
     public var username: String
-    /// The secret; for CCS the server key. Never logged.
-    public var password: String
+    /// The secret; for CCS the server key. Never logged; unwrapped only for the PLAIN response.
+    public var password: Secret
     /// The JID domain used in the stream header `to` and in the SASL user name (default `gcm.googleapis.com`).
     public var jidDomain: String
     /// The resource to request at bind (RFC 6120 §7.7), or `nil` to let the server assign one.
@@ -18,7 +18,7 @@ public struct XMPPCredentials: Sendable, Equatable, CustomStringConvertible {
     /// Prosody wants the local part alone (RFC 6120 §6.3.8, "simple user name").
     public var authenticationIdentity: String
 
-    public init(username: String, password: String, jidDomain: String = "gcm.googleapis.com", resource: String? = nil,
+    public init(username: String, password: Secret, jidDomain: String = "gcm.googleapis.com", resource: String? = nil,
                 authenticationIdentity: String? = nil) {
         self.username = username
         self.password = password
@@ -36,7 +36,7 @@ public struct XMPPCredentials: Sendable, Equatable, CustomStringConvertible {
         var bytes: [UInt8] = [0]
         bytes += Array(authenticationIdentity.utf8)
         bytes.append(0)
-        bytes += Array(password.utf8)
+        bytes += Array(password.revealed.utf8)
         return Data(bytes).base64EncodedString()
     }
 
@@ -52,7 +52,7 @@ public struct XMPPCredentials: Sendable, Equatable, CustomStringConvertible {
     /// ignoring ASCII case, anywhere in a secret is redacted, so a server that echoes a truncated or
     /// lowercased key does not leak most of it. (A secret shorter than the window is redacted only whole.)
     public func redactingSecrets(_ text: String) -> String {
-        let secrets = [password, plainInitialResponse].filter { !$0.isEmpty }
+        let secrets = [password.revealed, plainInitialResponse].filter { !$0.isEmpty }
         guard !secrets.isEmpty, !text.isEmpty else { return text }
         var result = text
         for secret in secrets where secret.utf8.count < Self.redactionWindow {

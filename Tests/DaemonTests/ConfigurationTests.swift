@@ -1,6 +1,7 @@
 import CCS
 import Foundation
 import Testing
+import XMPP
 @testable import Daemon
 
 /// Configuration file, flags and the server key: every unknown or invalid key is a clear error.

@@ -24,7 +24,7 @@ import XMPP
         let recorder = Recorder()
         let factory = XMPPClientFactory(loop: loop) { endpoint in
             XMPPClientConfiguration(host: endpoint.host, port: endpoint.port,
-                                    credentials: XMPPCredentials(username: "1", password: "k", jidDomain: "gcm.googleapis.com"))
+                                    credentials: XMPPCredentials(username: "1", password: Secret("k"), jidDomain: "gcm.googleapis.com"))
         }
         let duringClose: [String] = loop.submitAndWait {
             let connection = factory.makeConnection(id: 4, endpoint: Endpoint(host: "127.0.0.1", port: 1), delegate: recorder)

@@ -73,7 +73,7 @@ final class EmulatorHarness: Sendable {
         let probe = ClientProbe()
         let configuration = XMPPClientConfiguration(
             host: "localhost", port: port,
-            credentials: XMPPCredentials(username: Self.senderID, password: key, jidDomain: jidDomain),
+            credentials: XMPPCredentials(username: Self.senderID, password: Secret(key), jidDomain: jidDomain),
             tls: TLSClientConfiguration(caFile: caFile))
         let loop = clientLoop
         let client = loop.submitAndWait { () -> LoopBound<XMPPClient> in

@@ -4,6 +4,7 @@ import Daemon
 import Foundation
 import Synchronization
 import TLS
+import XMPP
 
 /// ccsd (the real `CCSDaemon`, intake reader and events outlet) against the emulator, over real TLS on
 /// loopback, in this process. Input goes through a pipe the test writes to; events go to a file.

@@ -4,6 +4,7 @@ import Daemon
 import Foundation
 import TLS
 import Testing
+import XMPP
 
 /// No poison messages (issue 7 item 4), over real TLS against the emulator's poison-upstream fault mode:
 /// upstream messages and a receipt ccsd cannot fully decode are handed over once and ACKed, so the server

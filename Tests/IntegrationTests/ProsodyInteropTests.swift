@@ -42,7 +42,7 @@ import XMPP
         loop.submitAndWait {
             let configuration = XMPPClientConfiguration(
                 host: "localhost", port: server.port,
-                credentials: XMPPCredentials(username: server.user, password: password ?? server.password,
+                credentials: XMPPCredentials(username: server.user, password: Secret(password ?? server.password),
                                              jidDomain: server.domain, resource: "ccsd-interop",
                                              authenticationIdentity: server.user),
                 tls: TLSClientConfiguration(caFile: server.caFile))

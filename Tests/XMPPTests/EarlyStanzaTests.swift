@@ -8,7 +8,7 @@ import XMLStream
 /// answered (RFC 6120 §7.1), and only a nonza that does not fit the step fails the stream.
 @Suite struct EarlyStanzaTests {
     typealias T = StreamNegotiationTests
-    let credentials = XMPPCredentials(username: "123456789", password: "s3cr3t-server-key", jidDomain: "gcm.googleapis.com")
+    let credentials = XMPPCredentials(username: "123456789", password: Secret("s3cr3t-server-key"), jidDomain: "gcm.googleapis.com")
 
     // MARK: Stanzas of every kind
 

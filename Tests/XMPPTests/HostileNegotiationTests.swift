@@ -6,7 +6,7 @@ import XMLStream
 /// Break-it reproductions at the negotiation layer. Each reproduced a bug of the break-it pass before its fix.
 @Suite struct HostileNegotiationTests {
     static let key = "s3cr3t-server-key"
-    let credentials = XMPPCredentials(username: "123456789", password: HostileNegotiationTests.key, jidDomain: "gcm.googleapis.com")
+    let credentials = XMPPCredentials(username: "123456789", password: Secret(HostileNegotiationTests.key), jidDomain: "gcm.googleapis.com")
 
     /// Drives a machine to `.authenticating`.
     func authenticating() -> StreamNegotiation {

@@ -6,7 +6,7 @@ import XMLStream
 /// key, the PLAIN response that carries it, or a recognizable part of either.
 @Suite struct SecretRedactionTests {
     static let key = "AAAA-SentinelServerKey-zq9XWkvBq_Tf"
-    let credentials = XMPPCredentials(username: "123456789", password: Self.key, jidDomain: "gcm.googleapis.com")
+    let credentials = XMPPCredentials(username: "123456789", password: Secret(Self.key), jidDomain: "gcm.googleapis.com")
 
     @Test func wholeTruncatedAndCaseChangedEchoesAreRedacted() {
         let plain = credentials.plainInitialResponse

@@ -5,7 +5,7 @@ import XMLStream
 
 /// Transcripts of events through `StreamNegotiation`, asserting the actions (RFC 6120 §4–§7).
 @Suite struct StreamNegotiationTests {
-    let credentials = XMPPCredentials(username: "123456789", password: "s3cr3t-server-key", jidDomain: "gcm.googleapis.com")
+    let credentials = XMPPCredentials(username: "123456789", password: Secret("s3cr3t-server-key"), jidDomain: "gcm.googleapis.com")
 
     // MARK: Builders
 
@@ -87,7 +87,7 @@ import XMLStream
     }
 
     @Test func requestedResourceIsSentInBind() throws {
-        var machine = StreamNegotiation(credentials: XMPPCredentials(username: "u", password: "p", jidDomain: "localhost", resource: "ccsd-1"))
+        var machine = StreamNegotiation(credentials: XMPPCredentials(username: "u", password: Secret("p"), jidDomain: "localhost", resource: "ccsd-1"))
         let bind = try #require(toBinding(&machine))
         #expect(bind.child("bind", namespace: XMLNamespace.bind)?.child("resource", namespace: XMLNamespace.bind)?.text == "ccsd-1")
     }

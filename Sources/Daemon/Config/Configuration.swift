@@ -1,4 +1,5 @@
 import CCS
+import XMPP
 import Foundation
 
 /// ccsd's settings: a JSON file in `config/`, then command-line flags on top.

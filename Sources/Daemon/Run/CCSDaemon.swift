@@ -97,7 +97,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         let tls = TLSClientConfiguration(caFile: configuration.caFile, connectTimeout: configuration.connectTimeoutSeconds,
                                          handshakeTimeout: configuration.handshakeTimeoutSeconds)
         let factory = XMPPClientFactory(loop: loop) { endpoint in
-            let credentials = XMPPCredentials(username: configuration.senderID, password: configuration.serverKey.revealed,
+            let credentials = XMPPCredentials(username: configuration.senderID, password: configuration.serverKey,
                                               jidDomain: configuration.jidDomain)
             return XMPPClientConfiguration(
                 host: endpoint.host, port: endpoint.port, credentials: credentials, tls: tls,
