@@ -194,15 +194,7 @@ final class CrashTest {
 
     /// Waits at most `timeout` seconds; SIGKILL by PID after that. The exit status, or nil (signal or killed).
     private func wait(_ process: Process, timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning, Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return nil
-        }
-        process.waitUntilExit()
-        return process.terminationReason == .exit ? process.terminationStatus : nil
+        process.exitStatus(waitingAtMost: timeout)
     }
 
     private func signalledRun(index: Int, emulator: CCSEmulator, ports: [Int], inputIDs: [String]) throws -> RunRecord {

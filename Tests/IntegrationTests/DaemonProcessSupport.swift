@@ -84,15 +84,7 @@ final class CCSDProcess: @unchecked Sendable {
     /// Waits at most `timeout` seconds for ccsd to exit on its own; SIGKILL by PID after that.
     /// Returns the exit status, or nil when it had to be killed or died of a signal.
     func waitForExit(timeout: Double) -> Int32? {
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning && Date() < deadline { usleep(10_000) }
-        if process.isRunning {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return nil
-        }
-        process.waitUntilExit()
-        return process.terminationReason == .exit ? process.terminationStatus : nil
+        process.exitStatus(waitingAtMost: timeout)
     }
 
     /// Stops ccsd (if still running) and the emulator, and removes the directory.
@@ -131,4 +123,20 @@ func produce(_ lines: [String], into fifo: String, timeout: Double = 15) -> Bool
         }
     }
     return true
+}
+
+extension Process {
+    /// Waits at most `timeout` seconds, then SIGKILLs the process by its PID. The exit status, or nil when it
+    /// had to be killed or died of a signal.
+    func exitStatus(waitingAtMost timeout: Double) -> Int32? {
+        let deadline = Date().addingTimeInterval(timeout)
+        while isRunning && Date() < deadline { usleep(10_000) }
+        if isRunning {
+            kill(processIdentifier, SIGKILL)
+            waitUntilExit()
+            return nil
+        }
+        waitUntilExit()
+        return terminationReason == .exit ? terminationStatus : nil
+    }
 }
