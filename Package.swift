@@ -26,10 +26,13 @@ let package = Package(
 
         // Layers.
         .target(name: "TLS", dependencies: ["COpenSSL"]),
+        // Throwaway CAs and certificates for the emulator and the tests: development tooling, kept out of the
+        // client's TLS module.
+        .target(name: "Certificates", dependencies: ["TLS", "COpenSSL"]),
         .target(name: "XMLStream", dependencies: ["CLibXML2"]),
         .target(name: "XMPP", dependencies: ["TLS", "XMLStream"]),
         .target(name: "CCS", dependencies: ["XMLStream"]),
-        .target(name: "CCSEmulator", dependencies: ["TLS", "XMLStream", "CCS"]),
+        .target(name: "CCSEmulator", dependencies: ["TLS", "Certificates", "XMLStream", "CCS"]),
         .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "Store"]),
         // The durable message store (SQLite through Debian's libsqlite3) and the in-memory one.
         .target(name: "Store", dependencies: ["CCS", "CSQLite"]),
@@ -50,7 +53,7 @@ let package = Package(
         .testTarget(name: "XMLStreamTests", dependencies: ["XMLStream"]),
         .testTarget(name: "XMPPTests", dependencies: ["XMPP", "XMLStream"]),
         .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "CorpusFixtures"]),
-        .testTarget(name: "TLSTests", dependencies: ["TLS"]),
+        .testTarget(name: "TLSTests", dependencies: ["TLS", "Certificates"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS", "TLS", "XMPP", "XMLStream", "TestSupport", "Store"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "CCS", "CSQLite"]),
         // Integration tests: real TLS on loopback against the emulator and Prosody.

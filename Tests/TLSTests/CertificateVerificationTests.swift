@@ -1,4 +1,5 @@
 import Testing
+import Certificates
 import TLS
 
 /// A failed verification is an error naming the host and OpenSSL's reason; never a silent fallback.

@@ -1,4 +1,5 @@
 import Testing
+import Certificates
 @testable import TLS
 
 /// The engine alone: two engines exchange ciphertext in memory, no sockets.

@@ -2,6 +2,7 @@ import CCS
 import Dispatch
 import Foundation
 import Synchronization
+import Certificates
 import TLS
 import XMLStream
 

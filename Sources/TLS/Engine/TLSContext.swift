@@ -109,10 +109,11 @@ public final class TLSContext: @unchecked Sendable {
     }
 }
 
-/// PEM parsing over memory BIOs.
-enum PEM {
+/// PEM parsing over memory BIOs (also used by the `Certificates` module).
+public enum PEM {
     /// Every certificate in `pem`, in order; the caller frees each with X509_free.
-    static func readCertificates(_ pem: String) throws(TLSError) -> [OpaquePointer] {
+    /// - Throws: `TLSError` (`.configuration`) when `pem` holds no certificate.
+    public static func readCertificates(_ pem: String) throws(TLSError) -> [OpaquePointer] {
         var bytes = Array(pem.utf8)
         OpenSSLErrorQueue.clear()
         let result: [OpaquePointer] = bytes.withUnsafeMutableBytes { raw in
@@ -128,7 +129,8 @@ enum PEM {
     }
 
     /// The private key in `pem`; the caller frees it with EVP_PKEY_free.
-    static func readPrivateKey(_ pem: String) throws(TLSError) -> OpaquePointer {
+    /// - Throws: `TLSError` (`.configuration`) naming OpenSSL's reason when it cannot be read.
+    public static func readPrivateKey(_ pem: String) throws(TLSError) -> OpaquePointer {
         var bytes = Array(pem.utf8)
         OpenSSLErrorQueue.clear()
         let key: OpaquePointer? = bytes.withUnsafeMutableBytes { raw in

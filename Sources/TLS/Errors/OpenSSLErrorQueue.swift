@@ -4,13 +4,13 @@ import COpenSSL
 ///
 /// Every SSL call is preceded by `clear()` and its failure is turned into text with `drain()`,
 /// all inside one block on the loop, so errors never leak between calls or connections.
-enum OpenSSLErrorQueue {
+public enum OpenSSLErrorQueue {
     /// Empties the queue.
-    static func clear() { ERR_clear_error() }
+    public static func clear() { ERR_clear_error() }
 
     /// Takes every queued error as `ERR_error_string_n` text joined by "; ", emptying the queue.
     /// - Returns: the text, or `fallback` if the queue was empty.
-    static func drain(fallback: String = "unknown OpenSSL error") -> String {
+    public static func drain(fallback: String = "unknown OpenSSL error") -> String {
         var parts: [String] = []
         while true {
             let code = ERR_get_error()
@@ -23,7 +23,7 @@ enum OpenSSLErrorQueue {
     }
 
     /// A `TLSError` of `kind` whose reason is `context` followed by the drained queue text.
-    static func error(_ kind: TLSError.Kind, host: String? = nil, _ context: String) -> TLSError {
+    public static func error(_ kind: TLSError.Kind, host: String? = nil, _ context: String) -> TLSError {
         TLSError(kind, host: host, reason: "\(context): \(drain())")
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Certificates
 import TLS
 
 /// A throwaway CA written to a temporary file, and a server certificate it issued.

@@ -1,4 +1,5 @@
 import COpenSSL
+import TLS
 
 /// Throwaway certificates made with OpenSSL's API (EC P-256 keys, SHA-256 signatures), for the CCS emulator
 /// and tests. Never for production: keys live in memory as PEM strings.

@@ -1,4 +1,5 @@
 import COpenSSL
+import TLS
 
 /// Small helpers over OpenSSL's X509 API for `CertificateAuthority`. Every returned pointer is owned by the caller.
 enum X509Builder {
