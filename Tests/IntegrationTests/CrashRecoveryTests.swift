@@ -89,6 +89,7 @@ final class CrashTest {
         let emulator = CCSEmulator(configuration: configuration)
         let ports = try emulator.start()
         defer {
+            killLeftoverProcesses(matching: directory)
             emulator.stop()
             // CCSD_CRASH_TEST_KEEP=1 keeps the runs' events and logs for a look.
             if ProcessInfo.processInfo.environment["CCSD_CRASH_TEST_KEEP"] == "1" {

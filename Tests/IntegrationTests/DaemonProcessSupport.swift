@@ -90,6 +90,7 @@ final class CCSDProcess: @unchecked Sendable {
     /// Stops ccsd (if still running) and the emulator, and removes the directory.
     func cleanUp() {
         if process.isRunning { stop(signal: SIGKILL, timeout: 5) }
+        killLeftoverProcesses(matching: directory)
         emulator.stop()
         try? FileManager.default.removeItem(atPath: directory)
     }
@@ -138,5 +139,19 @@ extension Process {
         }
         waitUntilExit()
         return terminationReason == .exit ? terminationStatus : nil
+    }
+}
+
+/// SIGKILLs, by PID, every process whose command line names `marker` (a test's own temporary directory):
+/// the last guard that no ccsd a test started outlives it, even if `Process.isRunning` was wrong about one
+/// (seen once: two children of a passing run left behind, one holding a tmpfs mount).
+func killLeftoverProcesses(matching marker: String) {
+    guard !marker.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return }
+    let own = getpid()
+    for entry in entries {
+        guard let pid = Int32(entry), pid != own,
+              let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+        let commandLine = String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
+        if commandLine.contains(marker) { kill(pid, SIGKILL) }
     }
 }

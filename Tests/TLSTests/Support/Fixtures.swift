@@ -26,9 +26,28 @@ struct Fixtures {
     }
 }
 
+/// Writes `text` to a new file in this test process's own temporary directory; returns its path.
 func writeTemporary(_ text: String) throws -> String {
-    let url = FileManager.default.temporaryDirectory.appendingPathComponent("ccsd-tls-test-\(UUID().uuidString).pem")
+    let url = URL(fileURLWithPath: temporaryFilesDirectory).appendingPathComponent("\(UUID().uuidString).pem")
     try text.write(to: url, atomically: true, encoding: .utf8)
     return url.path
 }
+
+/// One directory per test process for the files tests write, removed at exit; directories that test
+/// processes which no longer run left behind (killed before their exit handler) are removed first.
+private let temporaryFilesDirectory: String = {
+    let base = FileManager.default.temporaryDirectory.path
+    let prefix = "ccsd-tls-tests-"
+    for name in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] where name.hasPrefix(prefix) {
+        if let pid = Int32(name.dropFirst(prefix.count)), kill(pid, 0) != 0, errno == ESRCH {
+            try? FileManager.default.removeItem(atPath: base + "/" + name)
+        }
+    }
+    let path = base + "/" + prefix + "\(getpid())"
+    try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    atexit {
+        try? FileManager.default.removeItem(atPath: FileManager.default.temporaryDirectory.path + "/ccsd-tls-tests-\(getpid())")
+    }
+    return path
+}()
 
