@@ -153,12 +153,10 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     }
 
     /// Takes a batch of intake items (in input order). `resume` is called once intake may send more.
+    /// Once the daemon is stopping, the dispatcher refuses them (retryable); once it has stopped, they are
+    /// dropped unanswered (the process is exiting; nothing was accepted) and the reader is left waiting.
     public func submit(_ items: [IntakeItem], resume: @escaping () -> Void) {
-        guard case .running = lifecycle.state else {
-            if case .stopped = lifecycle.state { return }  // exiting: the reader is left waiting
-            // Intake closed (a graceful stop): the dispatcher refuses them, retryable.
-            return submitNow(items, resume: resume)
-        }
+        if case .stopped = lifecycle.state { return }
         submitNow(items, resume: resume)
     }
 
