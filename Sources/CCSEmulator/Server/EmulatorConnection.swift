@@ -34,7 +34,9 @@ final class EmulatorConnection: TLSConnectionDelegate {
     private let parser: XMLStreamParser
     var negotiation: ServerNegotiation
     private(set) var phase: Phase = .negotiating
-    private unowned let emulator: CCSEmulator
+    /// Weak: a connection's TLS callbacks may still run on the loop after its emulator was stopped and
+    /// released (a test ending while clients disconnect); they then find no emulator and do nothing.
+    private weak var emulator: CCSEmulator?
     var jid: String?
 
     /// Downstream messages received here and not yet acked/nacked by the emulator.
@@ -69,7 +71,7 @@ final class EmulatorConnection: TLSConnectionDelegate {
             try tls.write(text)
         } catch {
             if error.kind == .writeBufferFull {
-                emulator.log("client stopped reading; dropping the connection", connection: id)
+                emulator?.log("client stopped reading; dropping the connection", connection: id)
                 abort()
             }
         }
@@ -136,7 +138,7 @@ final class EmulatorConnection: TLSConnectionDelegate {
                 perform(actions)
             }
         } catch {
-            emulator.xmlError(on: self, error)
+            emulator?.xmlError(on: self, error)
             closeStream(condition: error.streamErrorCondition)
         }
     }
@@ -146,7 +148,7 @@ final class EmulatorConnection: TLSConnectionDelegate {
         phase = .closed
         loginTimer?.cancel()
         drainTimer?.cancel()
-        emulator.connectionClosed(self, error: error)
+        emulator?.connectionClosed(self, error: error)
     }
 
     private func perform(_ actions: [ServerNegotiation.Action]) {
@@ -155,13 +157,13 @@ final class EmulatorConnection: TLSConnectionDelegate {
             switch action {
             case .send(let text): write(text)
             case .resetParser: parser.reset()
-            case .authenticated: emulator.authenticated(self)
-            case .authenticationFailed(let reason): emulator.authenticationFailed(self, reason: reason)
+            case .authenticated: emulator?.authenticated(self)
+            case .authenticationFailed(let reason): emulator?.authenticationFailed(self, reason: reason)
             case .bound(let jid):
                 self.jid = jid
-                emulator.bound(self)
-            case .deliver(let stanza): emulator.received(stanza, on: self)
-            case .unknownStanza(let stanza): emulator.unknownStanza(stanza, on: self)
+                emulator?.bound(self)
+            case .deliver(let stanza): emulator?.received(stanza, on: self)
+            case .unknownStanza(let stanza): emulator?.unknownStanza(stanza, on: self)
             case .close(let condition, let text): closeStream(condition: condition, text: text)
             }
         }
