@@ -117,12 +117,12 @@ public final class InMemoryMessageStore: MessageStore {
     private func prune(now: Int64) {
         let finalCutoff = now - configuration.finalRetentionMillis
         while let (id, at) = finalOrder.first, at < finalCutoff {
-            finalOrder.removeFirst()
+            _ = finalOrder.popFirst()
             if let entry = messages[id], entry.finalEvent != nil, entry.finalAt == at { messages[id] = nil }
         }
         let dedupeCutoff = now - configuration.dedupeWindowMillis
         while let (id, at) = handedOverOrder.first, at < dedupeCutoff {
-            handedOverOrder.removeFirst()
+            _ = handedOverOrder.popFirst()
             if handedOver[id] == at { handedOver[id] = nil }
         }
         let acknowledged = cursors.values.min() ?? 0
@@ -154,22 +154,4 @@ public final class InMemoryMessageStore: MessageStore {
     }
 
     public func close() { closed = true }
-}
-
-/// A queue with amortized O(1) removal at the front.
-private struct FIFO<Element> {
-    private var items: [Element] = []
-    private var head = 0
-
-    var first: Element? { head < items.count ? items[head] : nil }
-
-    mutating func append(_ item: Element) { items.append(item) }
-
-    mutating func removeFirst() {
-        head += 1
-        if head > 1024, head * 2 > items.count {
-            items.removeFirst(head)
-            head = 0
-        }
-    }
 }

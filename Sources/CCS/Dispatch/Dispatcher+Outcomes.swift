@@ -64,7 +64,7 @@ extension Dispatcher {
             return
         }
         places[messageID] = .queued
-        resendQueue.push(messageID)
+        resendQueue.append(messageID)
     }
 
     mutating func expire(_ messageID: String, actions: inout [DispatcherAction]) {

@@ -103,10 +103,9 @@ extension Dispatcher {
         guard through > lastRecordedID else { return [] }
         lastRecordedID = through
         var actions: [DispatcherAction] = []
-        while pendingReleasesHead < pendingReleases.count, pendingReleases[pendingReleasesHead].id <= through {
-            let release = pendingReleases[pendingReleasesHead].release
-            pendingReleasesHead += 1
-            switch release {
+        while let next = pendingReleases.first, next.id <= through {
+            _ = pendingReleases.popFirst()
+            switch next.release {
             case .handOver(let messageID, let connection, let to):
                 if let pending = handOverPending[messageID.key], pending <= through { handOverPending[messageID.key] = nil }
                 releaseAck(messageID: messageID, connection: connection, to: to, actions: &actions)
@@ -119,13 +118,6 @@ extension Dispatcher {
                     finalizing -= 1
                 }
             }
-        }
-        if pendingReleasesHead == pendingReleases.count {
-            pendingReleases.removeAll(keepingCapacity: true)
-            pendingReleasesHead = 0
-        } else if pendingReleasesHead > 1024, pendingReleasesHead * 2 > pendingReleases.count {
-            pendingReleases.removeFirst(pendingReleasesHead)
-            pendingReleasesHead = 0
         }
         return actions
     }
@@ -199,7 +191,7 @@ extension Dispatcher {
     /// A stored message joins the outstanding ones, last in line.
     mutating func enqueueAccepted(_ record: MessageRecord) {
         places[record.messageID] = .queued
-        readyQueue.push(record.messageID)
+        readyQueue.append(record.messageID)
         rateLimit.added(key: record.rateKey)
         timers.schedule(at: record.expiresAt, .expiry(record.messageID))
     }

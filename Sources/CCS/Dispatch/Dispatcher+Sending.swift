@@ -29,7 +29,7 @@ extension Dispatcher {
 
     /// Pops the next message that may go now; expires and parks the ones that may not.
     mutating func nextSendable(now: Double, actions: inout [DispatcherAction]) -> String? {
-        while let messageID = resendQueue.pop() ?? readyQueue.pop() {
+        while let messageID = resendQueue.popFirst() ?? readyQueue.popFirst() {
             guard places[messageID] == .queued, let record = live[messageID] else { continue }
             if record.isExpired(now: now) {
                 expire(messageID, actions: &actions)

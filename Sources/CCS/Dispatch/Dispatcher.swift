@@ -96,8 +96,8 @@ public struct Dispatcher: Sendable {
     var slots: [Slot] = []
     var slotOfConnection: [Int: Int] = [:]
     /// Resends (drain, lost connection, unblocked keys, retries whose backoff is over) go before new messages.
-    var resendQueue = IDQueue()
-    var readyQueue = IDQueue()
+    var resendQueue = FIFO<String>()
+    var readyQueue = FIFO<String>()
     var timers = TimerQueue<Timer>()
     var rateLimit = RateLimit()
     var dedupe: UpstreamDeduplicator
@@ -109,8 +109,7 @@ public struct Dispatcher: Sendable {
     var lastRecordID: UInt64 = 0
     var lastRecordedID: UInt64 = 0
     /// Releases waiting for their record, in record id order.
-    var pendingReleases: [(id: UInt64, release: Release)] = []
-    var pendingReleasesHead = 0
+    var pendingReleases = FIFO<(id: UInt64, release: Release)>()
     /// Upstream message_ids (dedupe keys, `UpstreamMessageID.key`) whose hand-over is not yet recorded, with
     /// its record id.
     var handOverPending: [String: UInt64] = [:]
@@ -274,12 +273,12 @@ public struct Dispatcher: Sendable {
                 // Its backoff is over: it goes before messages accepted after it, as rate-limit releases do.
                 if places[messageID] == .retryWait {
                     places[messageID] = .queued
-                    resendQueue.push(messageID)
+                    resendQueue.append(messageID)
                 }
             case .unblock(let key):
                 for messageID in rateLimit.unblock(key: key, now: now) ?? [] where places[messageID] == .rateLimited {
                     places[messageID] = .queued
-                    resendQueue.push(messageID)
+                    resendQueue.append(messageID)
                 }
             case .reconnect(let slot):
                 if !isClosing, slots[slot].connection == nil {

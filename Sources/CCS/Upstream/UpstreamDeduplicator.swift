@@ -12,8 +12,7 @@ public struct UpstreamDeduplicator: Sendable {
     public let maxBytes: Int
     private var bytes = 0
     private var seenAt: [String: Double] = [:]
-    private var order: [(id: String, at: Double)] = []
-    private var head = 0
+    private var order = FIFO<(id: String, at: Double)>()
 
     public init(window: Double = 600, capacity: Int = 100_000, maxBytes: Int = 16 << 20) {
         self.window = window
@@ -35,19 +34,14 @@ public struct UpstreamDeduplicator: Sendable {
     public var count: Int { seenAt.count }
 
     private mutating func evict(now: Double) {
-        while head < order.count, now - order[head].at >= window { dropOldest() }
+        while let oldest = order.first, now - oldest.at >= window { dropOldest() }
     }
 
     private mutating func dropOldest() {
-        let entry = order[head]
+        guard let entry = order.popFirst() else { return }
         if seenAt[entry.id] == entry.at {
             seenAt[entry.id] = nil
             bytes -= entry.id.utf8.count
-        }
-        head += 1
-        if head > 1024 && head * 2 > order.count {
-            order.removeFirst(head)
-            head = 0
         }
     }
 }
