@@ -16,7 +16,11 @@ extension DispatcherEvent {
     /// could not fully decode but handed over and ACKed anyway (no poison messages): `data` is then `null`,
     /// or holds `null` where a number no Double holds was written.
     /// Written field by field (two events per message pass through here).
-    public func jsonLine() -> String {
+    public func jsonLine() -> String { jsonObject() + "\n" }
+
+    /// The event as one JSON object (what `jsonLine()` writes, without the newline): the text the events
+    /// journal keeps.
+    public func jsonObject() -> String {
         var line = EventLine()
         switch self {
         case .accepted(let messageID):
@@ -107,7 +111,7 @@ private struct EventLine {
     }
 
     consuming func finish() -> String {
-        text += "}\n"
+        text += "}"
         return text
     }
 }

@@ -389,7 +389,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
 
     /// An event not journaled (a rejection while the store is down): its object with `time` only.
     static func unjournaledLine(_ event: DispatcherEvent, timeUnixMillis: Int64) -> String {
-        var line = objectText(event)
+        var line = event.jsonObject()
         line.removeLast()
         return line + ",\"time\":\"\(rfc3339(unixMillis: timeUnixMillis))\"}\n"
     }
@@ -450,7 +450,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
             case .persist(let record, let line):
                 writer.enqueue(StoreBatch.Insert(record: record, line: line,
-                                                 acceptedLine: Self.objectText(DispatcherEvent.accepted(messageID: record.messageID))))
+                                                 acceptedLine: DispatcherEvent.accepted(messageID: record.messageID).jsonObject()))
             case .record(let request) where storeDown && request.finalMessageID == nil && request.handedOverMessageID == nil:
                 // A rejection while the store cannot take writes: the submitter must learn it now (retryable),
                 // not once the disk has room again. It is written at once, not journaled (no `seq`); it
@@ -459,7 +459,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 if !outlet.flush() { outletFailed() }
                 if loggedRecords.remove(request.id) == nil { log(request.event) }
             case .record(let request):
-                writer.enqueue(StoreBatch.Record(id: request.id, line: Self.objectText(request.event),
+                writer.enqueue(StoreBatch.Record(id: request.id, line: request.event.jsonObject(),
                                                  finalMessageID: request.finalMessageID,
                                                  handedOverMessageID: request.handedOverMessageID))
                 if loggedRecords.remove(request.id) == nil { log(request.event) }
@@ -501,12 +501,6 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
     }
 
-    /// The event as the journal keeps it: its JSON object text, no newline.
-    static func objectText(_ event: DispatcherEvent) -> String {
-        var line = event.jsonLine()
-        if line.last == "\n" { line.removeLast() }
-        return line
-    }
 
     /// Logs an event as it is journaled. Log lines never carry message content or a full token.
     private func log(_ event: DispatcherEvent) {
