@@ -169,12 +169,6 @@ extension DownstreamIntake {
         }
     }
 
-    /// A token or notification key (see `RegistrationToken`): a `/topics/` typo such as `/topic/news` would
-    /// otherwise be sent as a token and come back BAD_REGISTRATION, which tells the app to delete the token.
-    static func isTokenShaped(_ text: String) -> Bool {
-        RegistrationToken.isValid(text)
-    }
-
     static func boolean(_ object: [String: JSONValue], _ key: String) throws(ValidationError) -> Bool? {
         guard let value = object[key] else { return nil }
         guard case .bool(let b) = value else { throw typeError(key, "must be a JSON boolean (true or false)", value) }

@@ -31,9 +31,6 @@ public struct CCSSession: Sendable {
         self.window = FlowWindow(capacity: windowCapacity)
     }
 
-    /// True once the session has logged in (it may be draining since), or drained while logging in.
-    public var hasBeenReady: Bool { phase != .connecting }
-
     public var canSend: Bool { phase == .ready && window.canSend }
 
     /// When this connection last resolved a message (ack, nack, stanza error), or logged in: seconds.
