@@ -1,6 +1,7 @@
 // swift-tools-version:6.0
 // ccsd: an XMPP client daemon for Firebase Cloud Messaging's connection server (CCS).
-// Layers, bottom up: CLibXML2/COpenSSL/CSQLite (system libraries) → TLS, XMLStream → XMPP → CCS → Store, Daemon.
+// Layers, bottom up: CLibXML2/COpenSSL/CSQLite/CMicroHTTPD/CSystemd/CCurl (system libraries) → TLS, XMLStream
+// → XMPP → CCS → Store, Daemon, HTTPServer → Service (the `ccsd` command).
 import PackageDescription
 
 let package = Package(
@@ -23,6 +24,15 @@ let package = Package(
         .systemLibrary(
             name: "CSQLite", pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(
+            name: "CMicroHTTPD", pkgConfig: "libmicrohttpd",
+            providers: [.apt(["libmicrohttpd-dev"])]),
+        .systemLibrary(
+            name: "CSystemd", pkgConfig: "libsystemd",
+            providers: [.apt(["libsystemd-dev"])]),
+        .systemLibrary(
+            name: "CCurl", pkgConfig: "libcurl",
+            providers: [.apt(["libcurl4-openssl-dev"])]),
 
         // Layers.
         .target(name: "TLS", dependencies: ["COpenSSL"]),
@@ -36,9 +46,14 @@ let package = Package(
         .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "Store"]),
         // The durable message store (SQLite through Debian's libsqlite3) and the in-memory one.
         .target(name: "Store", dependencies: ["CCS", "CSQLite"]),
+        // An HTTP server on the event loop (Debian's libmicrohttpd): listeners, limits, routing hooks.
+        .target(name: "HTTPServer", dependencies: ["TLS", "CMicroHTTPD"]),
+        // The service: `ccsd serve` (the HTTP API, metrics, systemd integration, webhook) and the CLI that
+        // talks to it (`ccsd send`, `events`, `status`, `check-config`).
+        .target(name: "Service", dependencies: ["Daemon", "HTTPServer", "CSystemd", "CCurl", "CCS", "Store", "TLS"]),
 
         // Executables.
-        .executableTarget(name: "ccsd", dependencies: ["Daemon"]),
+        .executableTarget(name: "ccsd", dependencies: ["Service"]),
         .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator"]),
         // Runs the built `ccsd` and `ccs-emulator` as processes: build every product first (`swift build -c release`).
         .executableTarget(name: "ccsd-bench", dependencies: ["CCS"]),
@@ -56,9 +71,12 @@ let package = Package(
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Certificates"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS", "TLS", "XMPP", "XMLStream", "TestSupport", "Store"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "CCS", "CSQLite"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TLS"]),
+        .testTarget(name: "ServiceTests", dependencies: ["Service", "Daemon", "CCS", "Store", "TLS", "TestSupport"]),
         // Integration tests: real TLS on loopback against the emulator and Prosody.
         .testTarget(name: "IntegrationTests",
-                    dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures", "Store"]),
+                    dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures", "Store",
+                                   "Service", "HTTPServer"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,5 +1,5 @@
-import Daemon
 import Foundation
+import Service
 
 // ccsd: keeps XMPP connections to FCM's connection server (CCS) and moves push messages both ways.
-exit(CCSDCommand.main(Array(CommandLine.arguments.dropFirst())))
+exit(CCSDCommandLine.main(Array(CommandLine.arguments.dropFirst())))
