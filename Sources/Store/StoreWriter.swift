@@ -184,6 +184,34 @@ public final class StoreWriter: @unchecked Sendable {
         }
     }
 
+    /// Reads from the store on the writer's queue (after the commits started before it; serial with them) and
+    /// answers on the loop. For the service's queries: events after a cursor, a message's stored state.
+    /// Call on the loop. Once the store is closed, `work` does not run and `completion` gets `closedError`.
+    /// - Parameters:
+    ///   - work: runs on the writer's queue with the store; may throw `StoreError`.
+    ///   - completion: runs on the loop with the result.
+    public func read<T: Sendable>(_ work: @escaping @Sendable (any MessageStore) throws(StoreError) -> T,
+                                  completion: @escaping @Sendable (Result<T, StoreError>) -> Void) {
+        if case .closed = state {
+            completion(.failure(StoreWriter.closedError))
+            return
+        }
+        let store = self.store
+        let execute = self.execute
+        queue.async {
+            let result: Result<T, StoreError>
+            do throws(StoreError) {
+                result = .success(try work(store.store))
+            } catch {
+                result = .failure(error)
+            }
+            execute { completion(result) }
+        }
+    }
+
+    /// What `read` answers once the store is closed.
+    public static let closedError = StoreError(code: .other, path: "", operation: "read", message: "the store is closed")
+
     /// Starts a commit of what is pending, unless one is in flight or a retry is waiting for its delay.
     /// Pending consumer cursors alone start no commit (they ride on the next one), except when closing.
     private func flush() {

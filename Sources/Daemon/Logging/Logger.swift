@@ -13,12 +13,21 @@ public final class Logger: Sendable {
         public var description: String { ["debug", "info", "warning", "error"][rawValue] }
     }
 
+    /// How lines are written: `plain` (`key=value`), `journal` (the same with an `<N>` syslog priority prefix,
+    /// for journald under systemd), `json` (one object per line).
+    public enum Format: String, Sendable, CaseIterable {
+        case plain, journal, json
+    }
+
     private let minimum: Level
     private let fd: Int32
+    /// Being built: only `plain` is written so far.
+    public let format: Format
     private let lock = Mutex(())
 
-    public init(minimum: Level = .info, fileDescriptor: Int32 = 2) {
+    public init(minimum: Level = .info, format: Format = .plain, fileDescriptor: Int32 = 2) {
         self.minimum = minimum
+        self.format = format
         self.fd = fileDescriptor
     }
 

@@ -20,18 +20,19 @@ import XMPP
 /// Confined to the loop; other threads reach it through `execute`.
 public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     // @unchecked Sendable: every stored property is touched only on the loop.
+    // Internal (not private) where the extensions in CCSDaemon+*.swift need them.
     public let configuration: Configuration
-    private let scheduler: any LoopScheduler
+    let scheduler: any LoopScheduler
     private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let connectionFactory: any XMPPConnectionFactory
-    private let store: any MessageStore
-    private var writer: StoreWriter!
-    private var dispatcher: Dispatcher
-    private var lifecycle: DaemonLifecycle
-    private var connections: [Int: any XMPPConnection] = [:]
-    private let outlet: any EventSink
-    private let logger: Logger
-    private let wallClock: @Sendable () -> Int64
+    let store: any MessageStore
+    var writer: StoreWriter!
+    var dispatcher: Dispatcher
+    var lifecycle: DaemonLifecycle
+    var connections: [Int: any XMPPConnection] = [:]
+    let outlet: any EventSink
+    let logger: Logger
+    let wallClock: @Sendable () -> Int64
     /// The dispatcher's clock: seconds since `origin`.
     private let origin: ContinuousClock.Instant
     private var wakeTimer: (any ScheduledWork)?
@@ -40,7 +41,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     private var onExit: (@Sendable (Int32) -> Void)?
     private var intakeResume: (() -> Void)?
     private var intakeStarter: (() -> Void)?
-    private var snapshot: StoreSnapshot?
+    private var loadedStore: StoreSnapshot?
     /// The store is closing (`closeStore`); the exit waits for it.
     private var storeClosing = false
     private var storeClosed = false
@@ -48,7 +49,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     private var reportedCounts: (outstanding: Int, inFlight: Int) = (-1, -1)
     private var outletBroken = false
     /// The writer reported the store unavailable (or failed inserts) and not yet available again.
-    private var storeDown = false
+    var storeDown = false
     /// Records already logged when they were made (invalid intake lines, logged without their value).
     private var loggedRecords: Set<UInt64> = []
     /// Unreadable CCS messages (nothing to ACK them by): each logged once, redeliveries counted.
@@ -260,7 +261,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
 
     private func startStore() {
         do throws(StoreError) {
-            snapshot = try store.load(nowUnixMillis: wallClock())
+            loadedStore = try store.load(nowUnixMillis: wallClock())
             guard try replayUnwrittenEvents() else {
                 outletBroken = true
                 let reason = outlet.failure ?? "unknown"
@@ -307,7 +308,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         let now = now()
         let wallNow = wallClock()
         func rebase(_ unixMillis: Int64) -> Double { now - Double(wallNow - unixMillis) / 1000 }
-        if let snapshot, !snapshot.live.isEmpty || !snapshot.handedOver.isEmpty {
+        if let snapshot = loadedStore, !snapshot.live.isEmpty || !snapshot.handedOver.isEmpty {
             let live = snapshot.live.map { stored in
                 var record = MessageRecord(messageID: stored.messageID, json: stored.json, to: stored.to, rateKey: stored.rateKey,
                                            acceptedAt: rebase(stored.acceptedAtUnixMillis),
@@ -320,7 +321,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             logger.info("resuming stored messages", ["messages": "\(live.count)", "handed_over": "\(snapshot.handedOver.count)"])
             perform(dispatcher.restore(live, handedOver: snapshot.handedOver.map { ($0.messageID, rebase($0.atUnixMillis)) }, now: now))
         }
-        snapshot = nil
+        loadedStore = nil
         perform(dispatcher.start(now: now))
         later { $0.partStarted(.pool, now: $1) }
     }
