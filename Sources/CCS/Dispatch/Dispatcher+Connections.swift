@@ -47,6 +47,7 @@ extension Dispatcher {
             unmatched(messageID: messageID, on: id, actions: &actions)
             return false
         }
+        closeIfRetiredAndIdle(id, actions: &actions)
         return true
     }
 

@@ -42,7 +42,8 @@ public struct Dispatcher: Sendable {
         case stopped(reason: String)
     }
 
-    public let configuration: DispatcherConfiguration
+    /// The running settings (`reconfigure` replaces them on a reload).
+    public internal(set) var configuration: DispatcherConfiguration
     public internal(set) var counters = DispatcherCounters()
     public internal(set) var state = PoolState.running
     /// Sessions by connection id, draining ones included.
@@ -117,6 +118,9 @@ public struct Dispatcher: Sendable {
     public internal(set) var persisting = 0
     /// Messages in `.finalizing`.
     var finalizing = 0
+    /// Connections leaving the pool after a reload lowered `connections`: draining, closed once their
+    /// last message in flight is answered (`Dispatcher+Reconfigure.swift`).
+    var retiring: Set<Int> = []
 
     public init(configuration: DispatcherConfiguration) {
         precondition(!configuration.endpoints.isEmpty, "at least one endpoint")

@@ -36,8 +36,10 @@ import Foundation
 /// | `store_synchronous` | `"full"` or `"normal"` | `"full"` (SQLite `PRAGMA synchronous`: full survives a power cut, normal only a crash of ccsd) |
 /// | `final_retention_seconds` | number > 0 | 86400 (final messages kept to answer a resubmitted message_id with its outcome) |
 /// | `events_retention_seconds` | number > 0 | 604800 (journaled events kept at most this long, acknowledged or not) |
+/// | `log_level` | `"debug"`, `"info"`, `"warning"` or `"error"` | `"info"` (`--log-level` overrides it) |
 ///
-/// The server key comes from `--server-key-file`, else the `CCSD_SERVER_KEY` environment variable, else
+/// The server key comes from `--server-key-file`, else the `CCSD_SERVER_KEY` environment variable, else the
+/// systemd credential `server-key` (`$CREDENTIALS_DIRECTORY/server-key`, from `LoadCredential=`), else
 /// `server_key_file`. It is held as a `Secret` and never printed.
 public struct Configuration: Sendable {
     public var senderID = ""
@@ -85,6 +87,8 @@ public struct Configuration: Sendable {
     public var finalRetentionSeconds = 86_400.0
     /// Seconds a journaled event is kept at most, whether or not a consumer acknowledged it.
     public var eventsRetentionSeconds = 604_800.0
+    /// The lowest log level written (`log_level`; a reload changes it while ccsd runs).
+    public var logLevel = Logger.Level.info
 
     public init() {}
 
@@ -158,7 +162,7 @@ extension Configuration {
         "ack_timeout_seconds", "drain_timeout_seconds", "refused_reconnect_initial_seconds",
         "refused_reconnect_max_seconds", "healthy_connection_seconds", "close_timeout_seconds",
         "failure_close_timeout_seconds", "state_dir", "store", "store_synchronous", "final_retention_seconds",
-        "events_retention_seconds",
+        "events_retention_seconds", "log_level",
     ]
 
     /// Reads a configuration file's JSON text over the defaults.
@@ -222,6 +226,11 @@ extension Configuration {
         case "store_synchronous": storeSynchronous = try Self.choice(key, value)
         case "final_retention_seconds": finalRetentionSeconds = try Self.seconds(key, value)
         case "events_retention_seconds": eventsRetentionSeconds = try Self.seconds(key, value)
+        case "log_level":
+            guard let name = value.stringValue, let level = Logger.Level(name: name) else {
+                throw ConfigurationError(field: key, rule: "must be \"debug\", \"info\", \"warning\" or \"error\", got \(Self.describe(value))")
+            }
+            logLevel = level
         default: throw ConfigurationError(field: key, rule: "unknown key")
         }
     }
@@ -258,13 +267,27 @@ extension Configuration {
         }
     }
 
-    /// Loads the server key: `--server-key-file`, else `CCSD_SERVER_KEY`, else `server_key_file`.
+    /// The name of the systemd credential holding the server key (`LoadCredential=server-key:FILE`).
+    public static let serverKeyCredential = "server-key"
+
+    /// `$CREDENTIALS_DIRECTORY/server-key` when systemd passed that credential (the variable is set and the
+    /// file exists), else nil. Source: systemd.exec(5), "Credentials".
+    public static func serverKeyCredentialPath(environment: [String: String]) -> String? {
+        guard let directory = environment["CREDENTIALS_DIRECTORY"], !directory.isEmpty else { return nil }
+        let path = directory + "/" + serverKeyCredential
+        return access(path, F_OK) == 0 ? path : nil
+    }
+
+    /// Loads the server key: `--server-key-file`, else `CCSD_SERVER_KEY`, else the systemd credential
+    /// `$CREDENTIALS_DIRECTORY/server-key`, else `server_key_file`.
     /// Trailing whitespace (a newline from `echo`) is dropped.
     /// - Throws: `ConfigurationError` naming the file (never its contents) when it cannot be read or is empty.
     public mutating func loadServerKey(flagFile: String?, environment: [String: String]) throws(ConfigurationError) {
         var key: String?
         var source = "CCSD_SERVER_KEY"
-        if let path = flagFile ?? (environment["CCSD_SERVER_KEY"] == nil ? serverKeyFile : nil) {
+        let fileSource = environment["CCSD_SERVER_KEY"] == nil
+            ? Configuration.serverKeyCredentialPath(environment: environment) ?? serverKeyFile : nil
+        if let path = flagFile ?? fileSource {
             source = path
             let data = try Configuration.readFile(path, field: "server_key_file")
             key = String(decoding: data, as: UTF8.self)

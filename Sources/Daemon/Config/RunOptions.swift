@@ -16,7 +16,8 @@ public struct RunOptions: Sendable, Equatable {
     public var stateDirectory: String?
     /// `--store`: which store keeps accepted messages.
     public var store: Configuration.StoreKind?
-    public var logLevel = "info"
+    /// `--log-level`; nil leaves the configuration's `log_level` (default info).
+    public var logLevel: String?
     /// `-h`/`--help` was given: print the usage and exit 0.
     public var help = false
 
@@ -44,7 +45,8 @@ public struct RunOptions: Sendable, Equatable {
                                   default: $STATE_DIRECTORY (systemd's StateDirectory=), else /var/lib/ccsd
           --store sqlite|memory   sqlite (default): accepted messages survive a restart and are resent;
                                   memory: nothing survives a restart (tests, benchmarks)
-          --log-level LEVEL       stderr log level (default: info; debug adds one line per message)
+          --log-level LEVEL       stderr log level (default: log_level, else info; debug adds one line per
+                                  message)
           -h, --help              this text
 
         exit codes: 0 done or stopped by SIGTERM/SIGINT, 1 the input could not be read, 2 usage or
@@ -130,6 +132,7 @@ public struct RunOptions: Sendable, Equatable {
         if let senderID { configuration.senderID = senderID }
         if let connections { configuration.connections = connections }
         if let store { configuration.store = store }
+        if let logLevel, let level = Logger.Level(name: logLevel) { configuration.logLevel = level }
         configuration.stateDirectory = stateDirectory ?? configuration.stateDirectory
             ?? Configuration.defaultStateDirectory(environment: environment)
         try configuration.loadServerKey(flagFile: serverKeyFile, environment: environment)

@@ -168,7 +168,8 @@ public struct DaemonLifecycle: Sendable {
         }
     }
 
-    public let configuration: Configuration
+    /// The bounds of the stop; a reload replaces them for the next stop.
+    public internal(set) var configuration: Configuration
     public private(set) var state: State = .idle
     /// Parts that started, in start order.
     public private(set) var started: [Part] = []

@@ -42,13 +42,8 @@ public enum CCSDCommand {
             FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
             return 2
         }
-        let level: Logger.Level = switch options.logLevel {
-        case "debug": .debug
-        case "warning": .warning
-        case "error": .error
-        default: .info
-        }
-        let logger = Logger(minimum: level)
+        let environment = ProcessInfo.processInfo.environment
+        let logger = Logger(minimum: configuration.logLevel, format: .automatic(environment: environment))
         // The store first: one that cannot be opened (locked, read-only, corrupt) stops ccsd before any connection.
         let store: any MessageStore
         do {
@@ -70,6 +65,20 @@ public enum CCSDCommand {
             source.resume()
             signalSources.append(source)
         }
+        // SIGHUP: read the configuration again (file, flags, key) and apply it (`CCSDaemon.reload`); a bad one
+        // is refused with a log line and the running one kept.
+        signal(SIGHUP, SIG_IGN)
+        let hangup = DispatchSource.makeSignalSource(signal: SIGHUP, queue: .global())
+        hangup.setEventHandler {
+            do {
+                let reloaded = try options.configuration(environment: environment)
+                daemon.execute { _ = daemon.reload(reloaded) }
+            } catch {
+                logger.error("configuration reload refused; the running configuration is kept", ["error": "\(error)"])
+            }
+        }
+        hangup.resume()
+        signalSources.append(hangup)
         // A FIFO is only checked here; the reader thread opens it once the intake starts (see IntakeReader).
         let reader: IntakeReader
         do {

@@ -1,4 +1,9 @@
-/// SIGHUP: reload the configuration without dropping a message (interface first; being built).
+import CCS
+import TLS
+import XMLStream
+import XMPP
+
+/// SIGHUP: reload the configuration without dropping a message (`ReloadPlan` says what applies and when).
 extension CCSDaemon {
     /// What a reload did.
     public enum ReloadResult: Sendable, Equatable {
@@ -8,8 +13,52 @@ extension CCSDaemon {
         case refused(reason: String)
     }
 
-    /// Applies `configuration` to the running daemon. Call on the loop.
+    /// Applies `configuration` to the running daemon: the pool's connection count and policy, the bounds of
+    /// the next stop, the log level at once; the server key, CA file, window and connection timeouts for
+    /// connections opened from now on. Refused (nothing changes, one error line is logged) when the new
+    /// configuration breaks a rule, changes a setting that cannot change live (`ReloadPlan`), or ccsd is
+    /// stopping. Call on the loop.
     public func reload(_ configuration: Configuration) -> ReloadResult {
-        .refused(reason: "reloading the configuration is not supported yet")
+        switch lifecycle.state {
+        case .idle, .starting, .running: break
+        case .stopping, .closing, .stopped:
+            logger.error("configuration reload refused: ccsd is stopping; the running configuration is kept")
+            return .refused(reason: "ccsd is stopping: a reload applies only while it runs")
+        }
+        let plan: ReloadPlan
+        do throws(ConfigurationError) {
+            plan = try ReloadPlan(from: self.configuration, to: configuration)
+        } catch {
+            logger.error("configuration reload refused; the running configuration is kept",
+                         ["field": error.field, "error": error.rule])
+            return .refused(reason: error.description)
+        }
+        self.configuration = configuration
+        logger.setMinimum(configuration.logLevel)
+        lifecycle.configuration = configuration.lifecycleConfiguration(exitWhenDone: lifecycle.configuration.exitWhenDone)
+        perform(dispatcher.reconfigure(configuration.dispatcherConfiguration, now: now()))
+        logger.info("configuration reloaded", ["changes": plan.changes.isEmpty ? "none" : plan.changes.joined(separator: "; ")])
+        return .applied(changes: plan.changes)
     }
+
+    /// The XMPP client settings for a new connection to `endpoint` under `configuration`: credentials (sender
+    /// ID, server key, JID domain), TLS (CA file, connect and handshake timeouts), stanza limit, login
+    /// timeout, keepalive. The real connection factory asks this with the daemon's current configuration,
+    /// so a reload's key, CA file and timeouts reach every connection opened after it.
+    public static func clientConfiguration(for endpoint: Endpoint, _ configuration: Configuration) -> XMPPClientConfiguration {
+        let tls = TLSClientConfiguration(caFile: configuration.caFile, connectTimeout: configuration.connectTimeoutSeconds,
+                                         handshakeTimeout: configuration.handshakeTimeoutSeconds)
+        let credentials = XMPPCredentials(username: configuration.senderID, password: configuration.serverKey,
+                                          jidDomain: configuration.jidDomain)
+        return XMPPClientConfiguration(
+            host: endpoint.host, port: endpoint.port, credentials: credentials, tls: tls,
+            limits: XMLStreamLimits(maxStanzaBytes: configuration.maxStanzaBytes),
+            loginTimeout: configuration.loginTimeoutSeconds, keepaliveInterval: configuration.keepaliveSeconds,
+            deadPeerTimeout: configuration.deadPeerSeconds)
+    }
+}
+
+/// The daemon a connection factory asks for the current configuration (made before the daemon exists).
+final class DaemonReference {
+    weak var daemon: CCSDaemon?
 }

@@ -21,7 +21,8 @@ import XMPP
 public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     // @unchecked Sendable: every stored property is touched only on the loop.
     // Internal (not private) where the extensions in CCSDaemon+*.swift need them.
-    public let configuration: Configuration
+    /// The running configuration (`reload(_:)` replaces it).
+    public internal(set) var configuration: Configuration
     let scheduler: any LoopScheduler
     private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let connectionFactory: any XMPPConnectionFactory
@@ -95,19 +96,15 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     /// The daemon on a real `EventLoop`, with `XMPPClient` connections over TLS.
     public convenience init(configuration: Configuration, store: any MessageStore, outlet: any EventSink, logger: Logger,
                             loop: EventLoop, exitWhenDone: Bool, onExit: @escaping @Sendable (Int32) -> Void) {
-        let tls = TLSClientConfiguration(caFile: configuration.caFile, connectTimeout: configuration.connectTimeoutSeconds,
-                                         handshakeTimeout: configuration.handshakeTimeoutSeconds)
+        // Each connection is made with the configuration current then: a reload's key and CA file apply to
+        // the connections opened after it.
+        let reference = DaemonReference()
         let factory = XMPPClientFactory(loop: loop) { endpoint in
-            let credentials = XMPPCredentials(username: configuration.senderID, password: configuration.serverKey,
-                                              jidDomain: configuration.jidDomain)
-            return XMPPClientConfiguration(
-                host: endpoint.host, port: endpoint.port, credentials: credentials, tls: tls,
-                limits: XMLStreamLimits(maxStanzaBytes: configuration.maxStanzaBytes),
-                loginTimeout: configuration.loginTimeoutSeconds, keepaliveInterval: configuration.keepaliveSeconds,
-                deadPeerTimeout: configuration.deadPeerSeconds)
+            CCSDaemon.clientConfiguration(for: endpoint, reference.daemon?.configuration ?? configuration)
         }
         self.init(configuration: configuration, store: store, outlet: outlet, logger: logger, scheduler: loop,
                   post: { loop.execute($0) }, connections: factory, exitWhenDone: exitWhenDone, onExit: onExit)
+        reference.daemon = self
     }
 
     /// Runs `work` on the daemon's loop (from any thread).
@@ -437,7 +434,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
 
     // MARK: Dispatcher actions
 
-    private func perform(_ actions: [DispatcherAction]) {
+    func perform(_ actions: [DispatcherAction]) {
         for action in actions {
             switch action {
             case .open(let id, let endpoint):

@@ -5,27 +5,66 @@ import Foundation
 /// watchdog, reloads and the stop. Without `NOTIFY_SOCKET` (not run by systemd) every call does nothing.
 /// Source: sd_notify(3), sd_watchdog_enabled(3).
 ///
-/// Interface first (the serve command calls it); the notifications themselves are being built.
+/// Each call sends one datagram of newline-separated `KEY=VALUE` assignments. Values are made single-line
+/// (a newline would start a new assignment). Thread-safe: `sd_notify` opens its own socket per call.
 public final class SystemdNotifier: @unchecked Sendable {
-    public init() {}
+    // @unchecked Sendable: the only stored property is immutable.
+    private let watchdogMicroseconds: UInt64?
 
-    /// `READY=1` with `STATUS=status`: the store is open and the API listens.
-    public func ready(status: String) {}
+    /// Reads `WATCHDOG_USEC`/`WATCHDOG_PID` once (sd_watchdog_enabled(3)); `NOTIFY_SOCKET` is read by every call.
+    public init() {
+        var usec: UInt64 = 0
+        watchdogMicroseconds = sd_watchdog_enabled(0, &usec) > 0 && usec > 0 ? usec : nil
+    }
 
-    /// `STATUS=line`: a human line, e.g. "2/2 connections ready, 12 queued, 40 in flight".
-    public func status(_ line: String) {}
+    /// `READY=1` with `STATUS=status`: the store is open and the API listens (and after a reload).
+    public func ready(status: String) {
+        send(["READY=1", "STATUS=" + Self.singleLine(status)])
+    }
 
-    /// `RELOADING=1` (before a reload; `ready(status:)` after it).
-    public func reloading() {}
+    /// `STATUS=line`: a human line, e.g. "2/2 connections ready, 12 queued, 40 in flight" (`ServiceStatusLine`).
+    public func status(_ line: String) {
+        send(["STATUS=" + Self.singleLine(line)])
+    }
+
+    /// `RELOADING=1` with `MONOTONIC_USEC=` (CLOCK_MONOTONIC, µs: newer systemd pairs the two for
+    /// `Type=notify-reload`; systemd 252 ignores it) before a reload; `ready(status:)` after it.
+    public func reloading() {
+        var now = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &now)
+        let micros = UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000
+        send(["RELOADING=1", "STATUS=reloading the configuration", "MONOTONIC_USEC=\(micros)"])
+    }
 
     /// `STOPPING=1`: the graceful stop began.
-    public func stopping() {}
+    public func stopping() {
+        send(["STOPPING=1", "STATUS=stopping"])
+    }
 
     /// `WATCHDOG=1`: the event loop is alive. Call every `watchdogInterval` seconds from the loop.
-    public func watchdog() {}
+    public func watchdog() {
+        send(["WATCHDOG=1"])
+    }
 
     /// Seconds between `watchdog()` calls (half of `WatchdogSec=`), or nil when the watchdog is off.
-    public var watchdogInterval: Double? { nil }
+    public var watchdogInterval: Double? {
+        watchdogMicroseconds.map { Double($0) / 2_000_000 }
+    }
+
+    /// Whether systemd listens (`NOTIFY_SOCKET` is set).
+    public var isEnabled: Bool { getenv("NOTIFY_SOCKET") != nil }
+
+    /// Sends the assignments as one datagram; failures are ignored (sd_notify(3): a missing or unreachable
+    /// socket must not stop the service).
+    private func send(_ assignments: [String]) {
+        guard isEnabled else { return }
+        _ = sd_notify(0, assignments.joined(separator: "\n"))
+    }
+
+    /// `text` with line breaks turned into spaces.
+    static func singleLine(_ text: String) -> String {
+        String(text.map { $0.isNewline ? " " : $0 })
+    }
 }
 
 /// Listening sockets passed by systemd socket activation (`sd_listen_fds`, `LISTEN_FDS`), from fd 3 up.
