@@ -1,6 +1,10 @@
 @testable import CCS
 import Foundation
+import Store
+import Synchronization
 import Testing
+import TestSupport
+import XMPP
 @testable import Daemon
 @testable import Service
 
@@ -89,6 +93,84 @@ import Testing
         #expect(monotonic > 0 && monotonic <= UInt64(now.tv_sec) * 1_000_000 + UInt64(now.tv_nsec) / 1000)
         #expect(sent[4] == ["READY": "1", "STATUS": "2/4 connections ready, 0 queued, 0 in flight"])
         #expect(sent[5]["STOPPING"] == "1")
+    }
+
+    /// Work the store writer posts from its queue, run on the manual loop by `settle`.
+    final class Inbox: @unchecked Sendable {
+        private let items = Mutex<[@Sendable () -> Void]>([])
+        func post(_ work: @escaping @Sendable () -> Void) { items.withLock { $0.append(work) } }
+        func take() -> [@Sendable () -> Void] { items.withLock { let taken = $0; $0.removeAll(); return taken } }
+    }
+
+    /// The supervisor on a real daemon (mock connections, manual loop): READY with the status line, WATCHDOG
+    /// from the loop's timer, RELOADING/READY around an applied and a refused reload, STATUS when the line
+    /// changes, STOPPING, in that order.
+    @Test func supervisorNotifiesAroundTheDaemonsLife() throws {
+        let socket = try NotifySocket()
+        setenv("NOTIFY_SOCKET", socket.path, 1)
+        setenv("WATCHDOG_USEC", "4000000", 1)
+        setenv("WATCHDOG_PID", "\(getpid())", 1)
+        defer {
+            unsetenv("NOTIFY_SOCKET")
+            unsetenv("WATCHDOG_USEC")
+            unsetenv("WATCHDOG_PID")
+        }
+        let loop = ManualLoop()
+        let inbox = Inbox()
+        let factory = MockConnectionFactory(loop: loop)
+        var configuration = Configuration()
+        configuration.senderID = "123456789012"
+        configuration.serverKey = Secret("AAAA-test-key")
+        configuration.primaryEndpoint = Endpoint(host: "ccs.test", port: 5235)
+        configuration.store = .memory
+        let logger = Logger(minimum: .error)
+        let daemon = CCSDaemon(configuration: configuration, store: InMemoryMessageStore(), outlet: MemoryOutlet(), logger: logger,
+                               scheduler: loop, post: { inbox.post($0) }, connections: factory, exitWhenDone: false,
+                               onExit: { _ in })
+        func settle(until condition: () -> Bool) {
+            for _ in 0..<2000 where !condition() {
+                loop.run()
+                for work in inbox.take() { loop.enqueue(work) }
+                loop.run()
+                usleep(500)
+            }
+        }
+        daemon.start()
+        settle { !factory.made.isEmpty }
+        factory.made[0].deliverReady()
+        settle { factory.made[0].isOpen && daemon.snapshot().readyConnections == 1 }
+
+        let supervisor = SystemdSupervisor(daemon: daemon, scheduler: loop, logger: logger, statusInterval: 5)
+        supervisor.ready()
+        loop.advance(by: .seconds(2))  // the watchdog interval: half of WatchdogSec=4
+        var more = configuration
+        more.connections = 2
+        #expect(supervisor.reload(more) == .applied(changes: ["connections 1→2"]))
+        var moved = more
+        moved.senderID = "999"
+        guard case .refused = supervisor.reload(moved) else {
+            Issue.record("a changed sender_id was not refused")
+            return
+        }
+        settle { factory.made.count == 2 }
+        factory.made[1].deliverReady()
+        settle { daemon.snapshot().readyConnections == 2 }
+        loop.advance(by: .seconds(3))  // t = 5: the status timer sees the new line (and a second watchdog ping at 4)
+        supervisor.stopping()
+
+        let sent = socket.datagrams().map(Self.assignments)
+        let kinds = sent.map { message in
+            ["READY", "WATCHDOG", "RELOADING", "STOPPING"].first { message[$0] == "1" } ?? (message["STATUS"] != nil ? "STATUS" : "?")
+        }
+        #expect(kinds == ["READY", "WATCHDOG", "RELOADING", "READY", "RELOADING", "READY", "WATCHDOG", "STATUS", "STOPPING"])
+        guard kinds.count == 9 else { return }
+        #expect(sent[0]["STATUS"] == "1/1 connection ready, 0 queued, 0 in flight")
+        #expect(sent[3]["STATUS"] == "1/2 connections ready, 0 queued, 0 in flight")
+        let refused = sent[5]["STATUS"] ?? ""
+        #expect(refused.hasPrefix("reload refused: configuration error: sender_id: cannot change while ccsd runs"))
+        #expect(refused.hasSuffix("; 1/2 connections ready, 0 queued, 0 in flight"))
+        #expect(sent[7]["STATUS"]?.hasSuffix("; 2/2 connections ready, 0 queued, 0 in flight") == true)
+        #expect(daemon.configuration.connections == 2 && daemon.configuration.senderID == "123456789012")
     }
 
     @Test func watchdogIsOffWithoutWatchdogSecOrForAnotherProcess() {
