@@ -49,6 +49,9 @@ public struct RunOptions: Sendable, Equatable {
                                   message)
           -h, --help              this text
 
+        SIGHUP reads the configuration again and applies it without dropping a message (connections,
+        limits, log level, server key and CA file for new connections); a bad one is refused and logged.
+
         exit codes: 0 done or stopped by SIGTERM/SIGINT, 1 the input could not be read, 2 usage or
         configuration, 3 authentication failed, 4 events could not be written, 5 the store failed
         """
