@@ -91,6 +91,26 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(h.opened.count == 2)  // no replacement for the slot that left
     }
 
+    @Test func aLeavingConnectionClosesOnlyAfterTheACKsItOwes() {
+        var h = Harness(connections: 2, window: 2)
+        h.startReady()
+        h.accept("m-0")
+        h.accept("m-1")
+        #expect(h.inFlight(2) == 1)
+        h.holdRecords = true
+        h.receive(.upstream(.init(messageID: "u-1", from: "dev-1", category: "app", data: .object([:]), timeToLive: nil)), on: 2)
+        h.apply(h.dispatcher.reconfigure(Self.configuration(h, connections: 1), now: h.now))
+        h.ack("m-1", on: 2)
+        // Nothing in flight, but the upstream message's hand-over is not recorded yet: its ACK goes out on
+        // this connection first.
+        #expect(h.closes.isEmpty)
+        #expect(h.acks.isEmpty)
+        h.holdRecords = false
+        h.confirmRecords()
+        #expect(h.acks.map(\.connection) == [2])
+        #expect(h.closes == [2])
+    }
+
     @Test func idleOrConnectingConnectionsCloseAtOnceAndARemovedSlotNeverReconnects() {
         var h = Harness(connections: 3)
         h.apply(h.dispatcher.start(now: 0))

@@ -119,6 +119,7 @@ extension Dispatcher {
                 }
             }
         }
+        closeRetiredOnceRecorded(actions: &actions)
         return actions
     }
 

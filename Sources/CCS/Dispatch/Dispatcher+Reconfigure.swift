@@ -19,7 +19,7 @@ extension Dispatcher {
         next.seed = configuration.seed
         next.keepsMessagesOnStop = configuration.keepsMessagesOnStop
         configuration = next
-        retiring = retiring.filter { sessions[$0] != nil }
+        retiring = retiring.filter { sessions[$0.key] != nil }
         var actions: [DispatcherAction] = []
         // Not started yet: `start` opens the new count. Closing: nothing opens any more.
         guard !slots.isEmpty, !isClosing else { return actions }
@@ -46,7 +46,9 @@ extension Dispatcher {
         return actions
     }
 
-    /// Takes connection `id` (already out of its slot) out of the pool without losing a message.
+    /// Takes connection `id` (already out of its slot) out of the pool without losing a message: it drains,
+    /// then closes once nothing is in flight on it and the ACKs owed on it went out (`closeIfRetiredAndIdle`),
+    /// or at `drainTimeout` (`.drainDeadline`), when `connectionEnded` resends what is left.
     mutating func retire(_ id: Int, now: Double, actions: inout [DispatcherAction]) {
         guard var session = sessions[id] else { return }
         let inFlight = session.window.inFlight
@@ -54,18 +56,27 @@ extension Dispatcher {
         sessions[id] = session
         actions.append(.log(DispatcherLog(.info, "connection leaving the pool (fewer connections configured)", [
             ("connection", "\(id)"), ("in_flight", "\(inFlight)")])))
-        if inFlight == 0 {
-            actions.append(.close(connection: id))
-        } else {
-            retiring.insert(id)
-            timers.schedule(at: now + configuration.drainTimeout, .drainDeadline(connection: id))
-        }
+        retiring[id] = .some(nil)
+        timers.schedule(at: now + configuration.drainTimeout, .drainDeadline(connection: id))
+        closeIfRetiredAndIdle(id, actions: &actions)
     }
 
-    /// After connection `id` resolved a message: a retiring connection with nothing left in flight closes.
+    /// A retiring connection with nothing in flight closes, once every record made so far is confirmed: the
+    /// ACKs of upstream messages and receipts that arrived on it are released by those records and must go
+    /// out on it first (ccs-protocol.md §3).
     mutating func closeIfRetiredAndIdle(_ id: Int, actions: inout [DispatcherAction]) {
-        guard retiring.contains(id), let session = sessions[id], session.window.inFlight == 0 else { return }
-        retiring.remove(id)
-        actions.append(.close(connection: id))
+        guard case .some(.none) = retiring[id], let session = sessions[id], session.window.inFlight == 0 else { return }
+        retiring[id] = .some(lastRecordID)
+        closeRetiredOnceRecorded(actions: &actions)
+    }
+
+    /// Closes the idle retiring connections whose owed ACKs are released (`recorded(through:)`).
+    mutating func closeRetiredOnceRecorded(actions: inout [DispatcherAction]) {
+        guard !retiring.isEmpty else { return }
+        for (id, waitFor) in retiring.sorted(by: { $0.key < $1.key }) {
+            guard let record = waitFor, record <= lastRecordedID else { continue }
+            retiring[id] = nil
+            if sessions[id] != nil { actions.append(.close(connection: id)) }
+        }
     }
 }

@@ -118,9 +118,10 @@ public struct Dispatcher: Sendable {
     public internal(set) var persisting = 0
     /// Messages in `.finalizing`.
     var finalizing = 0
-    /// Connections leaving the pool after a reload lowered `connections`: draining, closed once their
-    /// last message in flight is answered (`Dispatcher+Reconfigure.swift`).
-    var retiring: Set<Int> = []
+    /// Connections leaving the pool after a reload lowered `connections` (`Dispatcher+Reconfigure.swift`):
+    /// nil while messages are in flight on it; then the record id whose confirmation releases the last ACKs
+    /// owed on it, after which it closes.
+    var retiring: [Int: UInt64?] = [:]
 
     public init(configuration: DispatcherConfiguration) {
         precondition(!configuration.endpoints.isEmpty, "at least one endpoint")
