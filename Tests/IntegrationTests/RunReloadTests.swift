@@ -33,7 +33,7 @@ import Testing
         let input = Pipe()
         process.standardInput = input
         let logPath = directory + "/ccsd.log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         process.standardOutput = FileHandle.nullDevice
         try process.run()
