@@ -43,7 +43,15 @@ public struct DispatcherCounters: Sendable, Equatable {
         public var final = 0
         /// Nacked events with `final: false` (the message is retried).
         public var retried = 0
+
+        public init(final: Int = 0, retried: Int = 0) {
+            self.final = final
+            self.retried = retried
+        }
     }
+
+    /// All zero.
+    public init() {}
 
     /// Distinct codes kept in `nacksByCode`.
     public static let maxNackCodes = 64

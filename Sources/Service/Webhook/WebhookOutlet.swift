@@ -182,6 +182,7 @@ public final class WebhookOutlet: @unchecked Sendable {
                 }
             }
             let attempt = post(batch, settings: settings, handle: handle)
+            logger.debug("webhook: POST", ["result": Self.describe(attempt), "first_seq": "\(batch.first!.seq)"])
             let verdict = settings.retry.verdict(attempt, failures: failures + 1, u: Double.random(in: -1...1))
             switch verdict {
             case .delivered:
@@ -205,7 +206,7 @@ public final class WebhookOutlet: @unchecked Sendable {
                 }
                 let fields: KeyValuePairs<String, String> = [
                     "url": Self.redacted(settings.url), "result": Self.describe(attempt), "first_seq": "\(batch.first!.seq)",
-                    "events": "\(batch.count)", "failures": "\(failures)", "retry_in_seconds": String(format: "%.1f", delay)]
+                    "events": "\(batch.count)", "failures": "\(failures)", "retry_in_seconds": String(format: "%.3f", delay)]
                 if failure == .configuration {
                     logger.error("webhook: the receiver refuses the POST; check webhook_url, webhook_token_file and the receiver; retrying slowly, nothing is dropped", fields)
                 } else {
