@@ -152,6 +152,9 @@ public final class WebhookOutlet: @unchecked Sendable {
             switch result {
             case .success(let stored):
                 cursor = stored ?? 0
+                // Registered at once: from now on the journal keeps what the webhook has not delivered
+                // (up to the retention age), even before its first delivery.
+                if stored == nil { journal.acknowledge(Self.consumer, 0) }
             case .failure(let error):
                 failures += 1
                 logger.warning("webhook: cannot read its cursor; retrying", ["error": error.description])
