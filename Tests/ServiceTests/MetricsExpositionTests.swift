@@ -195,6 +195,53 @@ import XMPP
         #expect(result.output.isEmpty, "promtool lint: \(result.output)")
     }
 
+    @Test func theDaemonsWebhookDeliversItsEventsWokenByCommits() throws {
+        let directory = WebhookOutletTests.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let receiver = try WebhookOutletTests.Receiver(record: directory + "/requests.jsonl")
+        defer { receiver.stop() }
+        let loop = ManualLoop()
+        let inbox = Inbox()
+        let outlet = MemoryOutlet()
+        let factory = MockConnectionFactory(loop: loop)
+        var configuration = Configuration()
+        configuration.senderID = "123456789012"
+        configuration.serverKey = Secret("test-key")
+        configuration.primaryEndpoint = Endpoint(host: "ccs.test", port: 5235)
+        configuration.connections = 1
+        let daemon = CCSDaemon(configuration: configuration, store: InMemoryMessageStore(), outlet: outlet, logger: Logger(minimum: .error),
+                               scheduler: loop, post: { inbox.post($0) }, connections: factory, exitWhenDone: false,
+                               onExit: { _ in })
+        daemon.start()
+        #expect(Self.settle(loop, inbox) { !factory.made.isEmpty })
+        // Polling is off (600 s): only the daemon's wake-up on each commit makes the webhook read.
+        let webhook = daemon.startWebhook(WebhookOutletTests.fastSettings(url: receiver.url, batchSize: 2), logger: Logger(minimum: .error))
+        defer { webhook.stop() }
+        // Its cursor registered before the first event: the journal keeps everything for it.
+        #expect(Self.settle(loop, inbox) { webhook.metrics().resumedFrom != nil })
+        Self.settle(loop, inbox) { true }  // one more turn: the registration is pending in the writer
+        let connection = factory.made[0]
+        connection.deliverReady()
+        #expect(Self.settle(loop, inbox) { connection.isOpen })
+        let items: [CCSDaemon.IntakeItem] = ["w-1", "w-2", "w-3"].enumerated().map { index, id in
+            let line = #"{"to":"tok-\#(id)-APA91b","message_id":"\#(id)","data":{"n":"1"},"time_to_live":600}"#
+            return .message(try! DownstreamIntake.parse(line: line, now: Date()).get(), line: index + 1)
+        }
+        daemon.submit(items) {}
+        #expect(Self.settle(loop, inbox) { connection.sent.filter { $0.contains("\"data\"") }.count == 3 })
+        connection.deliver(Self.message(#"{"message_type":"ack","message_id":"w-2","from":"tok-w-2-APA91b"}"#))
+        // The events file's lines, in order, are what the receiver gets, in order, each once.
+        let expected = { outlet.lines.compactMap { try? JSONValue.parse($0).objectValue?["seq"]?.intValue }.map { Int($0) } }
+        #expect(Self.settle(loop, inbox) { expected().count >= 5 && receiver.delivered() == expected() })
+        #expect(receiver.delivered() == Array(1...receiver.delivered().count))
+        webhook.stop()
+
+        let text = daemon.metricsText(webhook: webhook)
+        #expect(text.contains("ccsd_webhook_events_delivered_total \(receiver.delivered().count)\n"))
+        let result = try Self.promtool(text)
+        #expect(result.status == 0 && result.output.isEmpty, "promtool: \(result.output)")
+    }
+
     /// Runs `promtool check metrics` with `text` on its standard input.
     static func promtool(_ text: String) throws -> (status: Int32, output: String) {
         let process = Process()

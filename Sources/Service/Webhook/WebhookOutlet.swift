@@ -113,6 +113,15 @@ public final class WebhookOutlet: @unchecked Sendable {
         condition.unlock()
     }
 
+    /// `stop()` on another thread, then `completion` there: for callers on the event loop, which must not wait
+    /// for a POST in progress.
+    public func stop(then completion: @escaping @Sendable () -> Void) {
+        Thread.detachNewThread { [self] in
+            stop()
+            completion()
+        }
+    }
+
     /// New events are journaled (through `seq`): the worker reads them now. Cheap; any thread.
     public func eventsJournaled(through seq: Int64) {
         condition.lock()
@@ -164,7 +173,10 @@ public final class WebhookOutlet: @unchecked Sendable {
             break
         }
         failures = 0
-        updateStats { $0.cursor = cursor }
+        updateStats {
+            $0.cursor = cursor
+            $0.resumedFrom = cursor
+        }
         var batch: [JournaledEvent] = []
         while !isStopping {
             let settings = currentSettings
@@ -344,6 +356,8 @@ public struct WebhookMetrics: Sendable, Equatable {
     public var configurationFailures = 0
     /// The `seq` of the last event delivered (0 before any).
     public var cursor: Int64 = 0
+    /// The cursor the outlet read at its start and resumes after (nil until then; not exported).
+    public var resumedFrom: Int64?
 
     public init() {}
 
