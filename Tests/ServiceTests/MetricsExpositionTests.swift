@@ -233,7 +233,8 @@ import XMPP
         // The events file's lines, in order, are what the receiver gets, in order, each once.
         let expected = { outlet.lines.compactMap { try? JSONValue.parse($0).objectValue?["seq"]?.intValue }.map { Int($0) } }
         #expect(Self.settle(loop, inbox) { expected().count >= 5 && receiver.delivered() == expected() })
-        #expect(receiver.delivered() == Array(1...receiver.delivered().count))
+        let delivered = receiver.delivered()
+        #expect(!delivered.isEmpty && delivered == Array(1...max(1, delivered.count)))
         webhook.stop()
 
         let text = daemon.metricsText(webhook: webhook)
