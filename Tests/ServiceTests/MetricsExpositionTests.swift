@@ -114,6 +114,16 @@ import XMPP
         #expect(text.split(separator: "\n").allSatisfy { !$0.isEmpty })  // no raw newline split a sample
     }
 
+    @Test func promtoolAcceptsTheMetricsOfADaemonBeforeAnyTraffic() throws {
+        // No connection and no nack yet: those families have HELP and TYPE and no sample.
+        let snapshot = DaemonSnapshot.make(lifecycle: "starting", connections: [], outstanding: 0, inFlight: 0, queued: 0,
+                                           storeWritable: true, counters: DispatcherCounters())
+        let metrics = DaemonMetrics(snapshot: snapshot, ackLatency: Histogram(bounds: Histogram.ackLatencyBounds),
+                                    storeCommitLatency: Histogram(bounds: Histogram.commitLatencyBounds), unreadableMessages: 0)
+        let result = try Self.promtool(MetricsExposition.render(metrics, webhook: WebhookMetrics()))
+        #expect(result.status == 0 && result.output.isEmpty, "promtool: \(result.output)")
+    }
+
     @Test func valuesAreFormattedAsTheFormatRequires() {
         #expect(MetricsExposition.format(3) == "3")
         #expect(MetricsExposition.format(0.25) == "0.25")
