@@ -74,6 +74,9 @@ public final class StoreWriter: @unchecked Sendable {
     private var closedCompletion: (() -> Void)?
     /// Commits attempted (successful or not), for tests and diagnostics. Read it on the loop.
     public private(set) var commitCount = 0
+    /// Seconds each commit took on the writer's queue (successful or not), for the service's metrics. Read it
+    /// on the loop.
+    public private(set) var commitLatency = Histogram(bounds: Histogram.commitLatencyBounds)
 
     /// - Parameters:
     ///   - store: used only on the writer's queue from now on (after `load`, which the owner calls first).
@@ -229,12 +232,18 @@ public final class StoreWriter: @unchecked Sendable {
         let now = self.now
         queue.async { [self] in
             let result: Result<StoreCommitResult, StoreError>
+            let started = ContinuousClock.now
             do throws(StoreError) {
                 result = .success(try store.store.commit(batch, nowUnixMillis: now()))
             } catch {
                 result = .failure(error)
             }
-            execute { [self] in finished(batch, result) }
+            let elapsed = started.duration(to: .now)
+            execute { [self] in
+                let (seconds, attoseconds) = elapsed.components
+                commitLatency.observe(Double(seconds) + Double(attoseconds) / 1e18)
+                finished(batch, result)
+            }
         }
     }
 

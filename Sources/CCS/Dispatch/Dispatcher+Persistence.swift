@@ -59,6 +59,7 @@ extension Dispatcher {
             persisting -= 1
             switch result.outcome {
             case .stored:
+                counters.accepted += 1
                 enqueueAccepted(record)
                 if case .stopped(let reason) = state, !configuration.keepsMessagesOnStop {
                     abandonForStop(messageID, reason: reason, actions: &actions)
@@ -137,6 +138,7 @@ extension Dispatcher {
     @discardableResult
     mutating func record(_ event: DispatcherEvent, finalMessageID: String? = nil, handedOverMessageID: String? = nil,
                          actions: inout [DispatcherAction]) -> UInt64 {
+        if case .nacked(_, let error, _, let final, _, _) = event { counters.countNack(code: error, final: final) }
         lastRecordID += 1
         actions.append(.record(RecordRequest(id: lastRecordID, event: event, finalMessageID: finalMessageID,
                                              handedOverMessageID: handedOverMessageID)))
@@ -146,6 +148,7 @@ extension Dispatcher {
     mutating func reject(_ messageID: String?, field: String, error: String, line: Int?, retryable: Bool = false,
                          outcome: String? = nil, actions: inout [DispatcherAction]) {
         counters.rejected += 1
+        if retryable { counters.rejectedRetryable += 1 }
         record(.rejected(messageID: messageID, field: field, error: error, line: line, retryable: retryable, outcome: outcome),
                actions: &actions)
     }

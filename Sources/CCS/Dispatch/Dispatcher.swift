@@ -45,6 +45,8 @@ public struct Dispatcher: Sendable {
     /// The running settings (`reconfigure` replaces them on a reload).
     public internal(set) var configuration: DispatcherConfiguration
     public internal(set) var counters = DispatcherCounters()
+    /// Seconds from acceptance (`MessageRecord.acceptedAt`, across restarts) to the ack, per acked message.
+    public internal(set) var ackLatency = Histogram(bounds: Histogram.ackLatencyBounds)
     public internal(set) var state = PoolState.running
     /// Sessions by connection id, draining ones included.
     public internal(set) var sessions: [Int: CCSSession] = [:]
@@ -216,6 +218,7 @@ public struct Dispatcher: Sendable {
                 group: ack.group), actions: &actions) else { break }
             rateLimit.acked(key: record.rateKey)
             counters.acked += 1
+            ackLatency.observe(now - record.acceptedAt)
         case .nack(let nack):
             actions.append(.log(DispatcherLog(.info, "nack", [
                 ("connection", "\(id)"), ("message_id", nack.messageID), ("error", nack.error.rawValue),

@@ -1,5 +1,7 @@
 /// Counters for logs and stats.
 public struct DispatcherCounters: Sendable, Equatable {
+    /// Messages stored and accepted (restored ones not counted again).
+    public var accepted = 0
     public var sent = 0
     public var acked = 0
     public var nacked = 0
@@ -28,4 +30,37 @@ public struct DispatcherCounters: Sendable, Equatable {
     public var acksDropped = 0
     /// Submissions refused (duplicates, closed intake, store unavailable or failing).
     public var rejected = 0
+    /// Of `rejected`, those the submitter may send again later (`retryable: true`).
+    public var rejectedRetryable = 0
+    /// Nacked events by error code (a CCS code, a stanza error condition, or `SHUTDOWN`): final ones and
+    /// those retried. At most `maxNackCodes` codes are kept apart; the rest count under `otherNackCode`,
+    /// so a server inventing codes cannot grow this without bound.
+    public var nacksByCode: [String: NackTally] = [:]
+
+    /// Nacks of one error code.
+    public struct NackTally: Sendable, Equatable {
+        /// Nacked events with `final: true`.
+        public var final = 0
+        /// Nacked events with `final: false` (the message is retried).
+        public var retried = 0
+
+        public init(final: Int = 0, retried: Int = 0) {
+            self.final = final
+            self.retried = retried
+        }
+    }
+
+    /// All zero.
+    public init() {}
+
+    /// Distinct codes kept in `nacksByCode`.
+    public static let maxNackCodes = 64
+    /// The code under which further codes are counted.
+    public static let otherNackCode = "OTHER"
+
+    /// Counts one nacked event.
+    mutating func countNack(code: String, final: Bool) {
+        let key = nacksByCode[code] != nil || nacksByCode.count < Self.maxNackCodes - 1 ? code : Self.otherNackCode
+        if final { nacksByCode[key, default: NackTally()].final += 1 } else { nacksByCode[key, default: NackTally()].retried += 1 }
+    }
 }

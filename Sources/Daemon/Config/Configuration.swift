@@ -89,6 +89,14 @@ public struct Configuration: Sendable {
     public var eventsRetentionSeconds = 604_800.0
     /// The lowest log level written (`log_level`; a reload changes it while ccsd runs).
     public var logLevel = Logger.Level.info
+    /// Where the webhook outlet POSTs event batches (`http://` or `https://`); nil: no webhook.
+    public var webhookURL: String?
+    /// Events per webhook POST, at most.
+    public var webhookBatchSize = 100
+    /// Seconds one webhook POST may take (connecting included) before it counts as failed and is retried.
+    public var webhookTimeoutSeconds = 10.0
+    /// A file holding the bearer token sent as `Authorization: Bearer …` with each webhook POST.
+    public var webhookTokenFile: String?
 
     public init() {}
 
@@ -163,6 +171,7 @@ extension Configuration {
         "refused_reconnect_max_seconds", "healthy_connection_seconds", "close_timeout_seconds",
         "failure_close_timeout_seconds", "state_dir", "store", "store_synchronous", "final_retention_seconds",
         "events_retention_seconds", "log_level",
+        "webhook_url", "webhook_batch_size", "webhook_timeout_seconds", "webhook_token_file",
     ]
 
     /// Reads a configuration file's JSON text over the defaults.
@@ -231,6 +240,10 @@ extension Configuration {
                 throw ConfigurationError(field: key, rule: "must be \"debug\", \"info\", \"warning\" or \"error\", got \(Self.describe(value))")
             }
             logLevel = level
+        case "webhook_url": webhookURL = value == .null ? nil : try Self.webhookURL(key, value)
+        case "webhook_batch_size": webhookBatchSize = try Self.integer(key, value, 1...10_000)
+        case "webhook_timeout_seconds": webhookTimeoutSeconds = try Self.seconds(key, value)
+        case "webhook_token_file": webhookTokenFile = value == .null ? nil : try Self.string(key, value)
         default: throw ConfigurationError(field: key, rule: "unknown key")
         }
     }
@@ -361,6 +374,19 @@ extension Configuration {
             throw ConfigurationError(field: key, rule: "must be \(names), got \(describe(value))")
         }
         return choice
+    }
+
+    /// An `http://` or `https://` URL with a host and no whitespace.
+    static func webhookURL(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> String {
+        let text = try string(key, value)
+        let lower = text.lowercased()
+        let scheme = ["http://", "https://"].first { lower.hasPrefix($0) }
+        guard let scheme, text.count > scheme.count, !text.contains(where: \.isWhitespace),
+              let host = text.dropFirst(scheme.count).split(separator: "/", omittingEmptySubsequences: false).first,
+              !host.isEmpty else {
+            throw ConfigurationError(field: key, rule: "must be an http:// or https:// URL with a host, got \(describe(value))")
+        }
+        return text
     }
 
     static func endpoint(_ key: String, _ value: JSONValue) throws(ConfigurationError) -> Endpoint {

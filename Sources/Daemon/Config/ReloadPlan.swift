@@ -10,6 +10,7 @@ import CCS
 /// | the server key, `ca_file` (path or contents), `window`, `connect_timeout_seconds`, `handshake_timeout_seconds`, `login_timeout_seconds`, `keepalive_seconds`, `dead_peer_seconds`, `max_stanza_bytes` | for connections opened from now on (open ones keep theirs) |
 /// | `shutdown_grace_seconds`, `close_timeout_seconds`, `failure_close_timeout_seconds` | for the next stop |
 /// | `log_level` | at once |
+/// | `webhook_url`, `webhook_batch_size`, `webhook_timeout_seconds`, `webhook_token_file` | at once, by the serve command's webhook outlet (the URL is not echoed) |
 /// | `sender_id`, `jid_domain`, `primary_endpoint`, `secondary_endpoint`, `state_dir`, `store`, `store_synchronous`, `final_retention_seconds`, `events_retention_seconds`, `upstream_dedupe_seconds` | never: refused, restart ccsd to change them |
 ///
 /// Settings outside the daemon (the API's, the webhook's) are carried in the configuration unchanged by this
@@ -74,6 +75,9 @@ public struct ReloadPlan: Sendable, Equatable {
         (Setting(key: "close_timeout_seconds") { seconds($0.closeTimeoutSeconds) }, " (next stop)"),
         (Setting(key: "failure_close_timeout_seconds") { seconds($0.failureCloseTimeoutSeconds) }, " (next stop)"),
         (Setting(key: "log_level") { $0.logLevel.description }, ""),
+        (Setting(key: "webhook_batch_size") { "\($0.webhookBatchSize)" }, " (webhook)"),
+        (Setting(key: "webhook_timeout_seconds") { seconds($0.webhookTimeoutSeconds) }, " (webhook)"),
+        (Setting(key: "webhook_token_file") { $0.webhookTokenFile ?? "none" }, " (webhook)"),
     ]
 
     /// Plans the move from the running configuration `old` to `new`.
@@ -95,6 +99,10 @@ public struct ReloadPlan: Sendable, Equatable {
         }
         if old.serverKey != new.serverKey {
             changes.insert("server key rotated (new connections)", at: changes.firstIndex { $0.hasPrefix("ca_file") || $0.hasPrefix("window") } ?? changes.endIndex)
+        }
+        if old.webhookURL != new.webhookURL {
+            // Not echoed: a URL may carry credentials (user info, query).
+            changes.append("webhook_url \(old.webhookURL == nil ? "off" : "set")→\(new.webhookURL == nil ? "off" : "changed") (webhook)")
         }
         self.changes = changes
         self.connectionsChange = old.connections == new.connections ? nil : (old.connections, new.connections)

@@ -54,7 +54,9 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     /// Records already logged when they were made (invalid intake lines, logged without their value).
     private var loggedRecords: Set<UInt64> = []
     /// Unreadable CCS messages (nothing to ACK them by): each logged once, redeliveries counted.
-    private var unreadable = UnreadableMessageLog()
+    var unreadable = UnreadableMessageLog()
+    /// Called on the loop with the last `seq` of every commit that journaled events (wakes the webhook outlet).
+    var journalObservers: [@Sendable (Int64) -> Void] = []
 
     /// Messages outstanding above which intake pauses (memory bound for a fast producer).
     public static let intakeHighWater = 20_000
@@ -351,6 +353,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 }
                 // Rides on the next commit; a crash before it only means these lines are written again.
                 writer.acknowledgeEvents(consumer: Self.eventsFileConsumer, through: last.seq)
+                for observer in journalObservers { observer(last.seq) }
             }
             var actions: [DispatcherAction] = []
             if !result.persisted.isEmpty { actions += dispatcher.persisted(result.persisted, now: now()) }
