@@ -36,7 +36,7 @@ import Testing
              "connections":[{"id":1,"endpoint":"fcm-xmpp.googleapis.com:5235","state":"ready","in_flight":12,"window":100},
                             {"id":2,"endpoint":"fcm-xmpp.googleapis.com:5236","state":"draining","in_flight":0,"window":100}],
              "recent_errors":[{"time":"2026-11-30T12:00:01.000Z","connection":2,"code":"CONNECTION_DRAINING","message":"server drains"}],
-             "webhook":"off"}
+             "webhook":"off","max_queued":20000,"counters":{"sent":5,"acked":4}}
             """#)
         #expect(StatusCommand.render(status) == [
             "ccsd: running, store writable",
@@ -44,10 +44,29 @@ import Testing
             "  ID  ENDPOINT                      STATE     IN FLIGHT",
             "  1   fcm-xmpp.googleapis.com:5235  ready     12/100",
             "  2   fcm-xmpp.googleapis.com:5236  draining  0/100",
-            "queue: 7 queued, 12 in flight, 19 not yet final",
+            "queue: 7 queued, 12 in flight, 19 not yet final, limit 20000",
+            "since start: acked 4, sent 5",
             "recent errors:",
             "  2026-11-30T12:00:01.000Z  connection 2  CONNECTION_DRAINING: server drains",
             "webhook: off",
+        ])
+    }
+
+    /// The shape docs/api.md gives for `GET /v1/status` (no recent errors yet: none claimed).
+    @Test func statusOfTheDocumentedShape() throws {
+        let status = try JSONValue.parse(#"""
+            {"lifecycle":"running","connections":[{"id":1,"endpoint":"fcm-xmpp.googleapis.com:5235","state":"ready",
+              "in_flight":3,"window":100}],"connections_ready":1,"outstanding":12,"queued":9,"in_flight":3,
+              "store_writable":true,"max_queued":20000,"event_waiters":0,"counters":{"sent":7,"reconnects":0}}
+            """#)
+        #expect(StatusCommand.render(status) == [
+            "ccsd: running, store writable",
+            "connections: 1 (1 ready)",
+            "  ID  ENDPOINT                      STATE  IN FLIGHT",
+            "  1   fcm-xmpp.googleapis.com:5235  ready  3/100",
+            "queue: 9 queued, 3 in flight, 12 not yet final, limit 20000",
+            "since start: reconnects 0, sent 7",
+            "event_waiters: 0",
         ])
     }
 

@@ -68,7 +68,8 @@ enum StatusCommand {
         lines.append(headline)
 
         let connections = take("connections")?.arrayValue ?? []
-        let ready = connections.filter { $0["state"]?.stringValue == "ready" }.count
+        let ready = take("connections_ready")?.intValue.map(Int.init)
+            ?? connections.filter { $0["state"]?.stringValue == "ready" }.count
         lines.append("connections: \(connections.count) (\(ready) ready)")
         if !connections.isEmpty {
             let rows = connections.map { connection -> [String] in
@@ -87,11 +88,16 @@ enum StatusCommand {
             if let value = queueObject.removeValue(forKey: key) { queue.append("\(text(value)) \(label)") }
         }
         queue += queueObject.keys.sorted().map { "\($0) \(text(queueObject[$0]))" }
+        if let limit = take("max_queued") { queue.append("limit \(text(limit))") }
         if !queue.isEmpty { lines.append("queue: " + queue.joined(separator: ", ")) }
+        if let counters = take("counters")?.objectValue, !counters.isEmpty {
+            lines.append("since start: " + counters.keys.sorted().map { "\($0) \(text(counters[$0]))" }.joined(separator: ", "))
+        }
 
-        let errors = take("recent_errors")?.arrayValue ?? []
-        lines.append(errors.isEmpty ? "recent errors: none" : "recent errors:")
-        for error in errors {
+        // Only when the service reports them: an absent list is not "no errors".
+        let errors = take("recent_errors")?.arrayValue
+        if let errors { lines.append(errors.isEmpty ? "recent errors: none" : "recent errors:") }
+        for error in errors ?? [] {
             guard let fields = error.objectValue else {
                 lines.append("  " + text(error))
                 continue
