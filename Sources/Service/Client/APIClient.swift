@@ -161,7 +161,7 @@ public struct APIClient: Sendable {
         guard code == CURLE_OK else {
             var osErrno = 0
             _ = ccsd_curl_getinfo_long(handle, CURLINFO_OS_ERRNO, &osErrno)
-            let detail = String(cString: errorBuffer)
+            let detail = String(decoding: errorBuffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
             throw APIClient.describe(code: code, osErrno: Int32(osErrno), detail: detail, endpoint: endpoint,
                                      timeout: timeout ?? requestTimeout, overLimit: sink.overLimit)
         }

@@ -72,12 +72,15 @@ public struct APIOptions: Sendable, Equatable {
 
     static let flags = ["--api-socket", "--api-url", "--api-token-file", "--timeout"]
 
-    static let usage = """
-          --api-socket PATH       the API's Unix socket (default: $CCSD_API_SOCKET, else /run/ccsd/api.sock)
-          --api-url URL           the API over TCP instead, e.g. http://127.0.0.1:8080 (or $CCSD_API_URL)
-          --api-token-file FILE   the bearer token for --api-url (or $CCSD_API_TOKEN_FILE)
-          --timeout SECONDS       seconds each request may take (default 30; long polls add their wait)
-        """
+    /// The API flags' help lines, the text starting at column `width` + 2 like the command's other flags.
+    static func usage(width: Int) -> String {
+        [("--api-socket PATH", "the API's Unix socket (default: $CCSD_API_SOCKET, else /run/ccsd/api.sock)"),
+         ("--api-url URL", "the API over TCP instead, e.g. http://127.0.0.1:8080 (or $CCSD_API_URL)"),
+         ("--api-token-file FILE", "the bearer token for --api-url (or $CCSD_API_TOKEN_FILE)"),
+         ("--timeout SECONDS", "seconds each request may take (default 30; long polls add their wait)")]
+            .map { "  " + $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + $0.1 }
+            .joined(separator: "\n")
+    }
 
     /// Takes `flag` (and its value) when it is one of the API flags; returns false for any other flag.
     mutating func take(_ flag: String, from cursor: inout ArgumentCursor) throws(UsageError) -> Bool {

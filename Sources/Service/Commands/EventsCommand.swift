@@ -11,16 +11,16 @@ enum EventsCommand {
         Prints the events of the running service, one JSON object per line, in order (each with its "seq"):
         accepted, rejected, acked, nacked, expired, upstream, receipt, connection.
 
-          --after SEQ          start after this seq (default: after the last one acknowledged with --ack, else
-                               from the start of the journal)
-          --follow             keep following: wait for new events (long polls) until interrupted; if ccsd
-                               restarts, resume where the feed stopped (retrying with backoff up to 30 s)
-          --poll-seconds N     how long each long poll waits for a new event, 1 to 60 (default 30)
-          --ack                after printing each page, acknowledge it (POST /v1/events/ack): the consumer
-                               "api" has these events and the store may prune them
-          --limit N            events per request, 1 to 1000 (default 100)
-        \(APIOptions.usage)
-          -h, --help           this text
+          --after SEQ            start after this seq (default: after the last one acknowledged with --ack, else
+                                 from the start of the journal)
+          --follow               keep following: wait for new events (long polls) until interrupted; if ccsd
+                                 restarts, resume where the feed stopped (retrying with backoff up to 30 s)
+          --poll-seconds N       how long each long poll waits for a new event, 1 to 60 (default 30)
+          --ack                  after printing each page, acknowledge it (POST /v1/events/ack): the consumer
+                                 "api" has these events and the store may prune them
+          --limit N              events per request, 1 to 1000 (default 100)
+        \(APIOptions.usage(width: 23))
+          -h, --help             this text
 
         Without --follow, prints the events there are now and exits.
 

@@ -31,7 +31,7 @@ enum SendCommand {
           --wait                      wait until every accepted message is final and print its outcome
                                       ("acked ID", "nacked ID: ERROR", "expired ID")
           --wait-timeout SECONDS      give up waiting after this long (default: wait until final)
-        \(APIOptions.usage)
+        \(APIOptions.usage(width: 28))
           -h, --help                  this text
 
         exit codes: 0 every message accepted (with --wait: acked), 1 a message was rejected, nacked or expired

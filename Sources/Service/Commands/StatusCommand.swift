@@ -10,9 +10,9 @@ enum StatusCommand {
         Shows the running service: its state, each connection (endpoint, state, messages in flight of its
         window), the queue (waiting for a window, in flight, not yet final) and the recent errors.
 
-          --json               print the service's answer (GET /v1/status) as it is, one JSON object
-        \(APIOptions.usage)
-          -h, --help           this text
+          --json                 print the service's answer (GET /v1/status) as it is, one JSON object
+        \(APIOptions.usage(width: 23))
+          -h, --help             this text
 
         exit codes: 0 shown, 2 usage, 3 ccsd could not be reached or answered with an error
         """
