@@ -184,4 +184,7 @@ else:
     if os.path.exists(socket_path):
         os.unlink(socket_path)
     server = UnixServer(socket_path, Handler)
+# Bound and listening: the test waits for this file (the socket file alone appears before listen()).
+with open(log_path + ".ready", "w") as f:
+    f.write("ready")
 server.serve_forever()

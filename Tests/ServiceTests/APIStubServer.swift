@@ -31,7 +31,8 @@ final class APIStubServer {
                 port = number
                 return
             }
-            if !tcp, FileManager.default.fileExists(atPath: socketPath) { return }
+            // The ready file is written once the socket listens (the socket file appears at bind, before).
+            if !tcp, FileManager.default.fileExists(atPath: logPath + ".ready") { return }
             guard process.isRunning else { break }
             usleep(25_000)
         }
