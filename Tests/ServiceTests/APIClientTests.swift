@@ -119,6 +119,17 @@ import Testing
         ])
     }
 
+    @Test func followingAServiceThatIsNotThereExitsAtOnce() {
+        // Retrying with backoff is for a service that answered once and then restarts; a wrong socket path
+        // must not hang.
+        let path = "/tmp/ccsd-cli-none-\(UUID().uuidString.prefix(8)).sock"
+        let captured = CapturedOutput()
+        #expect(EventsCommand.run(["--follow", "--api-socket", path], environment: [:], output: captured.output,
+                                  maxRequests: 3) == 3)
+        #expect(captured.err.count == 1)
+        #expect(captured.err.first?.hasPrefix("ccsd events: cannot reach ccsd at \(path): no such socket") == true)
+    }
+
     @Test func statusPrintsTheTableOrTheRawJSON() throws {
         let stub = try APIStubServer()
         defer { stub.stop() }
