@@ -98,7 +98,7 @@ import XMPP
         (#"{"close_timeout_seconds":-3}"#, "close_timeout_seconds", "must be a number of seconds above 0, got -3"),
         (#"{"state-dir":"/x"}"#, "state-dir", "unknown key (did you mean state_dir?)"),
         (#"[1]"#, "test.json", "the file must hold one JSON object"),
-        (#"{"#, "test.json", "not valid JSON"),
+        (#"{"#, "test.json", "not valid JSON: Unexpected end of file during JSON parse."),
     ])
     func invalidFilesNameTheKeyAndRule(json: String, field: String, rule: String) {
         #expect(throws: ConfigurationError(field: field, rule: rule)) { try load(json) }
@@ -136,7 +136,10 @@ import XMPP
 
     @Test func runNeedsSenderAndKey() {
         var c = Configuration()
-        #expect(throws: ConfigurationError(field: "sender_id", rule: "required (config file or --sender-id)")) { try c.validateForRun() }
+        // Both missing: both named, in one error.
+        var both = ConfigurationError(field: "sender_id", rule: "required (config file or --sender-id)")
+        both.further = [ConfigurationError(field: "server_key", rule: "required: set server_key_file, --server-key-file, or CCSD_SERVER_KEY")]
+        #expect(throws: both) { try c.validateForRun() }
         c.senderID = "42"
         #expect(throws: ConfigurationError(field: "server_key", rule: "required: set server_key_file, --server-key-file, or CCSD_SERVER_KEY")) { try c.validateForRun() }
     }

@@ -150,14 +150,37 @@ public struct Configuration: Sendable {
 }
 
 /// A configuration problem: the key or flag, the rule, and the value (never the server key).
+///
+/// A configuration file is checked whole: when it has several problems, the first is `field`/`rule` and the
+/// others follow in `further`, in the order found (`problems` lists them all; `description` gives one line
+/// each).
 public struct ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
     public var field: String
     public var rule: String
+    /// The problems found after this one in the same check, in order (empty for a single problem).
+    public var further: [ConfigurationError] = []
+
     public init(field: String, rule: String) {
         self.field = field
         self.rule = rule
     }
-    public var description: String { "configuration error: \(field): \(rule)" }
+
+    /// One error for every problem in `problems` (the first leads); nil when there is none.
+    public init?(combining problems: [ConfigurationError]) {
+        guard let first = problems.first else { return nil }
+        self.init(field: first.field, rule: first.rule)
+        further = problems.dropFirst().flatMap(\.problems)
+    }
+
+    /// Every problem, this one first.
+    public var problems: [ConfigurationError] {
+        [ConfigurationError(field: field, rule: rule)] + further.flatMap(\.problems)
+    }
+
+    /// `configuration error: FIELD: RULE`, one line per problem.
+    public var description: String {
+        problems.map { "configuration error: \($0.field): \($0.rule)" }.joined(separator: "\n")
+    }
 }
 
 extension Configuration {
@@ -175,27 +198,46 @@ extension Configuration {
     ]
 
     /// Reads a configuration file's JSON text over the defaults.
-    /// - Throws: `ConfigurationError` naming the key and the rule for every unknown or invalid key.
+    /// - Throws: `ConfigurationError` naming the key and the rule, with every other problem of the file in
+    ///   `further` (unknown keys, invalid values, cross-field rules: see `problems(applyingFileContents:path:)`).
     public mutating func apply(fileContents: Data, path: String) throws(ConfigurationError) {
+        if let error = ConfigurationError(combining: problems(applyingFileContents: fileContents, path: path)) {
+            throw error
+        }
+    }
+
+    /// Reads a configuration file's JSON text over the defaults, taking every valid key, and returns every
+    /// problem: the file is not one JSON object (then nothing else is checked), each unknown key (with the
+    /// nearest known key when it is a likely typo), each invalid value, and each cross-field rule broken
+    /// (`validationProblems`) among keys whose values were valid. Empty when the file is good.
+    public mutating func problems(applyingFileContents fileContents: Data, path: String) -> [ConfigurationError] {
         let object: [String: JSONValue]
         do {
             guard let parsed = try JSONValue.parse(fileContents).objectValue else {
-                throw ConfigurationError(field: path, rule: "the file must hold one JSON object")
+                return [ConfigurationError(field: path, rule: "the file must hold one JSON object")]
             }
             object = parsed
-        } catch let error as ConfigurationError {
-            throw error
         } catch {
-            throw ConfigurationError(field: path, rule: "not valid JSON")
+            // Foundation's reason and position ("... around line 3, column 5."), never the text itself: a
+            // server key pasted into the file must not reach the terminal.
+            return [ConfigurationError(field: path, rule: error.message)]
         }
-        for key in object.keys.sorted() where !Configuration.knownKeys.contains(key) {
-            let suggestion = Configuration.closestKey(to: key).map { " (did you mean \($0)?)" } ?? ""
-            throw ConfigurationError(field: key, rule: "unknown key\(suggestion)")
+        var problems: [ConfigurationError] = []
+        var invalid: Set<String> = []
+        for key in object.keys.sorted() {
+            guard Configuration.knownKeys.contains(key) else {
+                let suggestion = Configuration.closestKey(to: key).map { " (did you mean \($0)?)" } ?? ""
+                problems.append(ConfigurationError(field: key, rule: "unknown key\(suggestion)"))
+                continue
+            }
+            do {
+                try apply(key: key, value: object[key]!)
+            } catch {
+                problems.append(error)
+                invalid.insert(key)
+            }
         }
-        for (key, value) in object.sorted(by: { $0.key < $1.key }) {
-            try apply(key: key, value: value)
-        }
-        try validate()
+        return problems + validationProblems(skipping: invalid)
     }
 
     private mutating func apply(key: String, value: JSONValue) throws(ConfigurationError) {
@@ -249,35 +291,45 @@ extension Configuration {
     }
 
     /// Cross-field rules; run after the file and again after the flags.
-    /// - Throws: `ConfigurationError`.
+    /// - Throws: `ConfigurationError` for the first broken rule, the others in `further`.
     public func validate() throws(ConfigurationError) {
+        if let error = ConfigurationError(combining: validationProblems()) { throw error }
+    }
+
+    /// Every cross-field rule broken, in order. A rule that involves a key in `skipping` (a key whose own
+    /// value was invalid, so the default stands in for it) is not checked.
+    public func validationProblems(skipping invalid: Set<String> = []) -> [ConfigurationError] {
+        var problems: [ConfigurationError] = []
         if !senderID.isEmpty, !senderID.allSatisfy(\.isASCII) || senderID.contains(where: { !$0.isNumber }) {
             // The value is not echoed: a server key pasted here by mistake must not reach the terminal.
-            throw ConfigurationError(field: "sender_id", rule: "must be the numeric sender ID (project number), got \(senderID.count) characters that are not all digits")
+            problems.append(ConfigurationError(field: "sender_id", rule: "must be the numeric sender ID (project number), got \(senderID.count) characters that are not all digits"))
         }
         if jidDomain.isEmpty || jidDomain.contains(where: { $0 == "@" || $0 == "/" || $0 == " " }) {
-            throw ConfigurationError(field: "jid_domain", rule: "must be a domain such as gcm.googleapis.com")
+            problems.append(ConfigurationError(field: "jid_domain", rule: "must be a domain such as gcm.googleapis.com"))
         }
         for (name, backoff) in [("retry", retryBackoff), ("rate_limit", rateLimitBackoff), ("reconnect", reconnectBackoff),
                                 ("refused_reconnect", refusedReconnectBackoff)]
-        where backoff.cap < backoff.base {
-            throw ConfigurationError(field: "\(name)_max_seconds", rule: "must be at least \(name)_initial_seconds")
+        where backoff.cap < backoff.base
+            && !invalid.contains("\(name)_initial_seconds") && !invalid.contains("\(name)_max_seconds") {
+            problems.append(ConfigurationError(field: "\(name)_max_seconds", rule: "must be at least \(name)_initial_seconds"))
         }
-        if deadPeerSeconds <= keepaliveSeconds {
-            throw ConfigurationError(field: "dead_peer_seconds", rule: "must be greater than keepalive_seconds")
+        if deadPeerSeconds <= keepaliveSeconds, !invalid.contains("dead_peer_seconds"), !invalid.contains("keepalive_seconds") {
+            problems.append(ConfigurationError(field: "dead_peer_seconds", rule: "must be greater than keepalive_seconds"))
         }
+        return problems
     }
 
     /// Final checks before running: the sender ID and server key are present.
-    /// - Throws: `ConfigurationError`.
+    /// - Throws: `ConfigurationError` for every problem (`validate()`'s, then a missing sender ID or key).
     public func validateForRun() throws(ConfigurationError) {
-        try validate()
+        var problems = validationProblems()
         if senderID.isEmpty {
-            throw ConfigurationError(field: "sender_id", rule: "required (config file or --sender-id)")
+            problems.append(ConfigurationError(field: "sender_id", rule: "required (config file or --sender-id)"))
         }
         if serverKey.revealed.isEmpty {
-            throw ConfigurationError(field: "server_key", rule: "required: set server_key_file, --server-key-file, or CCSD_SERVER_KEY")
+            problems.append(ConfigurationError(field: "server_key", rule: "required: set server_key_file, --server-key-file, or CCSD_SERVER_KEY"))
         }
+        if let error = ConfigurationError(combining: problems) { throw error }
     }
 
     /// The name of the systemd credential holding the server key (`LoadCredential=server-key:FILE`).

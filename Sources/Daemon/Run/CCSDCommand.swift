@@ -39,7 +39,9 @@ public enum CCSDCommand {
             configuration = try options.configuration(environment: ProcessInfo.processInfo.environment)
             outlet = try EventOutlet(path: options.events)
         } catch {
-            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            // Every problem of the configuration, one line each.
+            let lines = "\(error)".split(separator: "\n").map { "ccsd: \($0)\n" }.joined()
+            FileHandle.standardError.write(Data(lines.utf8))
             return 2
         }
         let environment = ProcessInfo.processInfo.environment
