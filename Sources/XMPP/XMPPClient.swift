@@ -159,7 +159,8 @@ public final class XMPPClient: TLSConnectionDelegate {
 
     public func tlsConnection(_ connection: TLSConnection, didReceive bytes: UnsafeRawBufferPointer) {
         guard !ended else { return }
-        keepalive?.received(at: XMPPClient.now())
+        // After the reply to a ping the next ping is due `keepaliveInterval` after it: re-arm (once per ping).
+        if keepalive?.received(at: XMPPClient.now()) != nil { scheduleKeepalive() }
         do {
             // Events are handled as they come, so a stream restart (parser.reset() inside the handler)
             // applies to the very next byte of this read (RFC 6120 §6.4.6).
@@ -228,9 +229,11 @@ public final class XMPPClient: TLSConnectionDelegate {
         }
     }
 
+    /// Arms the keepalive timer at the keepalive's `deadline`, replacing the one armed before.
     private func scheduleKeepalive() {
         guard let keepalive else { return }
-        let delay = max(0.05, keepalive.nextCheck() - XMPPClient.now())
+        keepaliveTimer?.cancel()
+        let delay = max(0.05, keepalive.deadline - XMPPClient.now())
         keepaliveTimer = loop.schedule(after: delay) { [weak self] in
             guard let self else { return }
             // Judge silence one loop turn later, after reads that queued up while the loop was busy.
