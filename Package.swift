@@ -76,7 +76,7 @@ let package = Package(
         // Integration tests: real TLS on loopback against the emulator and Prosody.
         .testTarget(name: "IntegrationTests",
                     dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures", "Store",
-                                   "Service", "HTTPServer"]),
+                                   "Service", "HTTPServer", "Certificates"]),
     ],
     swiftLanguageModes: [.v6]
 )

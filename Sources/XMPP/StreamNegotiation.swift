@@ -28,6 +28,8 @@ public struct StreamNegotiation: Sendable {
         case sendStreamHeader(to: String)
         /// Reset the XML parser for a new stream, then write a new header (RFC 6120 §6.4.6).
         case restartStream(to: String)
+        /// Write `</stream:stream>`, closing our stream (RFC 6120 §4.4); nothing may be written after it.
+        case sendStreamFooter
         /// Write this stanza or nonza.
         case send(XMLElement)
         /// Negotiation finished; the full JID the server bound.
@@ -37,7 +39,8 @@ public struct StreamNegotiation: Sendable {
         /// Something the operator may want to know that does not end the stream: a refused session, or
         /// the first stanza ignored before resource binding. Never carries stanza content.
         case notice(XMPPError)
-        /// The stream failed or the server ended it: close the stream and the transport, report the error.
+        /// The stream failed or the server ended it: close the transport (TLS close_notify), report the
+        /// error. A `.sendStreamFooter` comes first whenever a stream of ours is open.
         case fail(XMPPError)
     }
 
@@ -63,6 +66,12 @@ public struct StreamNegotiation: Sendable {
     private var sessionOffered = false
     /// Stanzas ignored because they came before the bind request (only the first is reported).
     public private(set) var ignoredBeforeBind = 0
+    /// Whether a stream of ours is open: its header was written (the first, or the one after a restart) and
+    /// its footer not yet. A footer is written only then, so every close is well-formed for the stream the
+    /// server is in.
+    public private(set) var streamOpen = false
+    /// Whether the driver asked to close (`close()`).
+    public private(set) var closeRequested = false
 
     public init(credentials: XMPPCredentials) {
         self.credentials = credentials
@@ -77,7 +86,29 @@ public struct StreamNegotiation: Sendable {
     public mutating func start() -> [Action] {
         guard case .idle = state else { preconditionFailure("start() in state \(state)") }
         state = .awaitingStreamHeader(authenticated: false)
+        streamOpen = true
         return [.sendStreamHeader(to: credentials.jidDomain)]
+    }
+
+    /// The driver wants to end the stream cleanly (RFC 6120 §4.4); it then waits for the server's footer
+    /// (bounded by its own grace) and closes the transport.
+    ///
+    /// What is written depends on the stream the server is in:
+    /// - before `start()`: nothing (no stream of ours exists);
+    /// - while SASL is in progress: nothing yet, since the server may have answered `<success/>` and
+    ///   restarted its stream already, and a footer would then land on a stream not yet opened (the server
+    ///   answers `not-well-formed`). The close completes on the SASL outcome: after `<success/>` the
+    ///   restart header and the footer (an empty new stream, well-formed), after `<failure/>` the footer;
+    ///   if no outcome comes within the driver's grace, the driver closes the transport without a footer;
+    /// - otherwise (our header or restart header is written): the footer, once.
+    ///
+    /// After `close()` nothing but the SASL outcome starts new work: features, bind and session answers are
+    /// ignored, and stanzas are still delivered once ready (a server may send some before its footer).
+    public mutating func close() -> [Action] {
+        guard !closeRequested else { return [] }
+        closeRequested = true
+        if case .authenticating = state { return [] }
+        return closeOurStream()
     }
 
     /// The server's `<stream:stream>` open tag arrived.
@@ -105,6 +136,14 @@ public struct StreamNegotiation: Sendable {
         if case .failed = state { return [] }
         if stanza.is("error", XMLNamespace.stream) {
             return streamErrorReceived(stanza)
+        }
+        if closeRequested {
+            switch state {
+            case .authenticating where stanza.namespace == XMLNamespace.sasl: return saslOutcome(stanza)
+            case .ready:  // delivered, but nothing is answered after our footer
+                return trafficStanza(stanza).filter { if case .send = $0 { false } else { true } }
+            default: return []  // no new step after close(): our footer is out or waits for the SASL outcome
+            }
         }
         switch state {
         case .idle, .awaitingStreamHeader:
@@ -149,7 +188,7 @@ public struct StreamNegotiation: Sendable {
     public mutating func failExternally(_ error: XMPPError) -> [Action] {
         if case .failed = state { return [] }
         state = .failed
-        return [.fail(error)]
+        return closeOurStream() + [.fail(error)]
     }
 
     // MARK: Steps
@@ -175,7 +214,9 @@ public struct StreamNegotiation: Sendable {
     private mutating func saslOutcome(_ stanza: XMLElement) -> [Action] {
         if stanza.is("success", XMLNamespace.sasl) {
             state = .awaitingStreamHeader(authenticated: true)
-            return [.restartStream(to: credentials.jidDomain)]
+            streamOpen = true
+            // Closing: the server restarted its stream, so ours opens and closes empty (RFC 6120 §6.4.6).
+            return [.restartStream(to: credentials.jidDomain)] + (closeRequested ? closeOurStream() : [])
         }
         if stanza.is("failure", XMLNamespace.sasl) {
             let condition = stanza.children.first { $0.namespace == XMLNamespace.sasl && $0.name != "text" }?.name
@@ -308,7 +349,14 @@ public struct StreamNegotiation: Sendable {
 
     private mutating func fail(_ kind: XMPPError.Kind, condition: String? = nil, message: String) -> [Action] {
         state = .failed
-        return [.fail(XMPPError(kind, condition: condition, message: message))]
+        return closeOurStream() + [.fail(XMPPError(kind, condition: condition, message: message))]
+    }
+
+    /// The footer, when a stream of ours is open (each stream gets one footer, never one without a header).
+    private mutating func closeOurStream() -> [Action] {
+        guard streamOpen else { return [] }
+        streamOpen = false
+        return [.sendStreamFooter]
     }
 
     private mutating func makeID(_ prefix: String) -> String {

@@ -122,8 +122,9 @@ public final class XMPPClient: TLSConnectionDelegate {
         send(raw: XMLWriter.serialize(element, parentNamespace: XMLNamespace.client))
     }
 
-    /// Closes the stream cleanly (RFC 6120 §4.4): `</stream:stream>`, then the server's, then TLS
-    /// close_notify; bounded by `closeGrace`. The delegate gets `.closedLocally`.
+    /// Closes the stream cleanly (RFC 6120 §4.4): `</stream:stream>` for the stream the server is in
+    /// (`StreamNegotiation.close()`: during SASL it waits for the outcome), then the server's footer, then
+    /// TLS close_notify; bounded by `closeGrace`. The delegate gets `.closedLocally`.
     public func close() {
         loop.preconditionInEventLoop()
         guard !ended, !closingLocally else { return }
@@ -132,7 +133,8 @@ public final class XMPPClient: TLSConnectionDelegate {
             end(XMPPError(.closedLocally, message: ""))
             return
         }
-        _ = try? tls.write(XMLWriter.streamFooter)
+        perform(negotiation.close())
+        guard !ended else { return }
         closeTimer = loop.schedule(after: configuration.closeGrace) { [weak self] in
             self?.end(XMPPError(.closedLocally, message: ""))
         }
@@ -159,7 +161,8 @@ public final class XMPPClient: TLSConnectionDelegate {
 
     public func tlsConnection(_ connection: TLSConnection, didReceive bytes: UnsafeRawBufferPointer) {
         guard !ended else { return }
-        keepalive?.received(at: XMPPClient.now())
+        // After the reply to a ping the next ping is due `keepaliveInterval` after it: re-arm (once per ping).
+        if keepalive?.received(at: XMPPClient.now()) != nil { scheduleKeepalive() }
         do {
             // Events are handled as they come, so a stream restart (parser.reset() inside the handler)
             // applies to the very next byte of this read (RFC 6120 §6.4.6).
@@ -174,7 +177,9 @@ public final class XMPPClient: TLSConnectionDelegate {
         } catch {
             // What parsed before the fault was handled; close with the matching stream error (RFC 6120 §4.9.3).
             guard !ended else { return }
-            _ = try? connection.write(XMLWriter.streamError(condition: error.streamErrorCondition, text: nil) + XMLWriter.streamFooter)
+            if negotiation.streamOpen {  // the footer follows from the negotiation
+                writeStreamFraming(XMLWriter.streamError(condition: error.streamErrorCondition, text: nil))
+            }
             perform(negotiation.failExternally(XMPPError(.invalidXML, condition: error.streamErrorCondition, message: error.message)))
         }
     }
@@ -196,12 +201,14 @@ public final class XMPPClient: TLSConnectionDelegate {
             guard !ended else { return }
             switch action {
             case .sendStreamHeader(let to):
-                send(raw: XMLWriter.streamHeader(to: to))
+                writeStreamFraming(XMLWriter.streamHeader(to: to))
             case .restartStream(let to):
                 // RFC 6120 §6.4.6: a fresh parser for the new stream, from the next byte on; whitespace left
                 // from the old stream and a byte-order mark before the new header are skipped (StreamPrologue).
                 parser.reset()
-                send(raw: XMLWriter.streamHeader(to: to))
+                writeStreamFraming(XMLWriter.streamHeader(to: to))
+            case .sendStreamFooter:
+                writeStreamFraming(XMLWriter.streamFooter)
             case .send(let element):
                 send(element)
             case .ready(let jid):
@@ -216,21 +223,24 @@ public final class XMPPClient: TLSConnectionDelegate {
             case .notice(let error):
                 delegate?.xmppClient(self, noticed: error)
             case .fail(let error):
-                if closingLocally, error.kind == .streamClosedByPeer {
-                    end(XMPPError(.closedLocally, message: ""))
-                } else {
-                    if error.kind == .streamClosedByPeer || error.kind == .streamError {
-                        _ = try? tls?.write(XMLWriter.streamFooter)
-                    }
-                    end(error)
-                }
+                // Our footer, if a stream of ours was open, came just before (`StreamNegotiation`).
+                end(closingLocally ? XMPPError(.closedLocally, message: "") : error)
             }
         }
     }
 
+    /// Writes a stream header, footer or stream error as the negotiation decided: also while closing
+    /// (the restart header and footer that complete a close during SASL), never after the end.
+    private func writeStreamFraming(_ text: String) {
+        guard let tls, !ended else { return }
+        _ = try? tls.write(text)
+    }
+
+    /// Arms the keepalive timer at the keepalive's `deadline`, replacing the one armed before.
     private func scheduleKeepalive() {
         guard let keepalive else { return }
-        let delay = max(0.05, keepalive.nextCheck() - XMPPClient.now())
+        keepaliveTimer?.cancel()
+        let delay = max(0.05, keepalive.deadline - XMPPClient.now())
         keepaliveTimer = loop.schedule(after: delay) { [weak self] in
             guard let self else { return }
             // Judge silence one loop turn later, after reads that queued up while the loop was busy.

@@ -153,7 +153,7 @@ import XMLStream
         var beforeFeatures = StreamNegotiation(credentials: credentials)
         _ = beforeFeatures.start()
         _ = beforeFeatures.streamStarted(T.header())
-        guard case .fail(let error)? = beforeFeatures.stanzaReceived(streamManagement).first else {
+        guard case .fail(let error)? = beforeFeatures.stanzaReceived(streamManagement).last else {
             Issue.record("expected fail"); return
         }
         #expect(error.kind == .unexpectedStanza)
@@ -161,7 +161,7 @@ import XMLStream
 
         var authenticating = StreamNegotiation(credentials: credentials)
         _ = T().toAuthenticating(&authenticating)
-        guard case .fail(let again)? = authenticating.stanzaReceived(T.features([T.mechanisms(["PLAIN"])])).first else {
+        guard case .fail(let again)? = authenticating.stanzaReceived(T.features([T.mechanisms(["PLAIN"])])).last else {
             Issue.record("expected fail"); return
         }
         #expect(again.message.contains("expected SASL success or failure, got <features>"))

@@ -34,7 +34,7 @@ import XMLStream
     @Test func temporaryAuthFailureIsNotAConfigurationError() throws {
         var machine = authenticating()
         let actions = machine.stanzaReceived(failure("temporary-auth-failure"))
-        guard case .fail(let error)? = actions.first else {
+        guard case .fail(let error)? = actions.last else {
             Issue.record("expected .fail, got \(actions)")
             return
         }
@@ -48,7 +48,7 @@ import XMLStream
         var machine = authenticating()
         let echoed = "\u{0}123456789@gcm.googleapis.com\u{0}\(Self.key)".replacingOccurrences(of: "\u{0}", with: "|")
         let actions = machine.stanzaReceived(failure("not-authorized", text: "bad credentials: \(echoed)"))
-        guard case .fail(let error)? = actions.first else {
+        guard case .fail(let error)? = actions.last else {
             Issue.record("expected .fail, got \(actions)")
             return
         }

@@ -34,7 +34,7 @@ import XMLStream
             XMLElement(name: "not-authorized", namespace: XMLNamespace.streams),
             XMLElement(name: "text", namespace: XMLNamespace.streams,
                        text: "key=\(Self.key) plain=\(credentials.plainInitialResponse)")])
-        guard case .fail(let error)? = machine.stanzaReceived(streamError).first else {
+        guard case .fail(let error)? = machine.stanzaReceived(streamError).last else {
             Issue.record("expected fail")
             return
         }

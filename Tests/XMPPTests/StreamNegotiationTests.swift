@@ -136,7 +136,7 @@ import XMLStream
         _ = toAuthenticating(&machine)
         let failure = XMLElement(name: "failure", namespace: XMLNamespace.sasl, children: [XMLElement(name: "not-authorized", namespace: XMLNamespace.sasl)])
         let actions = machine.stanzaReceived(failure)
-        guard case .fail(let error)? = actions.first, actions.count == 1 else {
+        guard case .fail(let error)? = actions.last, actions.count == 2, actions.first == .sendStreamFooter else {
             Issue.record("expected fail, got \(actions)")
             return
         }
@@ -156,7 +156,7 @@ import XMLStream
         _ = machine.start()
         _ = machine.streamStarted(Self.header())
         let actions = machine.stanzaReceived(Self.features([Self.mechanisms(["SCRAM-SHA-1", "X-OAUTH2"])]))
-        guard case .fail(let error)? = actions.first else { Issue.record("expected fail"); return }
+        guard case .fail(let error)? = actions.last else { Issue.record("expected fail"); return }
         #expect(error.kind == .noSupportedMechanism)
         #expect(error.message.contains("SCRAM-SHA-1"))
     }
@@ -165,14 +165,14 @@ import XMLStream
         var machine = StreamNegotiation(credentials: credentials)
         _ = machine.start()
         _ = machine.streamStarted(Self.header())
-        guard case .fail(let error)? = machine.stanzaReceived(Self.features([])).first else { Issue.record("expected fail"); return }
+        guard case .fail(let error)? = machine.stanzaReceived(Self.features([])).last else { Issue.record("expected fail"); return }
         #expect(error.kind == .noSupportedMechanism)
     }
 
     @Test func saslChallengeForPlainFails() {
         var machine = StreamNegotiation(credentials: credentials)
         _ = toAuthenticating(&machine)
-        guard case .fail(let error)? = machine.stanzaReceived(XMLElement(name: "challenge", namespace: XMLNamespace.sasl)).first
+        guard case .fail(let error)? = machine.stanzaReceived(XMLElement(name: "challenge", namespace: XMLNamespace.sasl)).last
         else { Issue.record("expected fail"); return }
         #expect(error.kind == .unexpectedStanza)
     }
@@ -183,7 +183,7 @@ import XMLStream
         let errorIQ = Self.iq("error", id: bind.attribute("id")!, children: [
             XMLElement(name: "error", namespace: XMLNamespace.client, attributes: [.init(name: "type", value: "cancel")],
                        children: [XMLElement(name: "not-allowed", namespace: XMLNamespace.stanzas)])])
-        guard case .fail(let error)? = machine.stanzaReceived(errorIQ).first else { Issue.record("expected fail"); return }
+        guard case .fail(let error)? = machine.stanzaReceived(errorIQ).last else { Issue.record("expected fail"); return }
         #expect(error.kind == .bindFailed)
         #expect(error.condition == "not-allowed")
     }
@@ -191,7 +191,7 @@ import XMLStream
     @Test func bindResultWithoutJIDFails() throws {
         var machine = StreamNegotiation(credentials: credentials)
         let bind = try #require(toBinding(&machine))
-        guard case .fail(let error)? = machine.stanzaReceived(Self.iq("result", id: bind.attribute("id")!)).first
+        guard case .fail(let error)? = machine.stanzaReceived(Self.iq("result", id: bind.attribute("id")!)).last
         else { Issue.record("expected fail"); return }
         #expect(error.kind == .bindFailed)
     }
@@ -201,7 +201,7 @@ import XMLStream
         _ = toAuthenticating(&machine)
         _ = machine.stanzaReceived(XMLElement(name: "success", namespace: XMLNamespace.sasl))
         _ = machine.streamStarted(Self.header())
-        guard case .fail(let error)? = machine.stanzaReceived(Self.features([])).first else { Issue.record("expected fail"); return }
+        guard case .fail(let error)? = machine.stanzaReceived(Self.features([])).last else { Issue.record("expected fail"); return }
         #expect(error.kind == .bindFailed)
     }
 
@@ -209,7 +209,7 @@ import XMLStream
         var machine = StreamNegotiation(credentials: credentials)
         _ = machine.start()
         _ = machine.streamStarted(Self.header())
-        guard case .fail(let error)? = machine.stanzaReceived(XMLElement(name: "success", namespace: XMLNamespace.sasl)).first
+        guard case .fail(let error)? = machine.stanzaReceived(XMLElement(name: "success", namespace: XMLNamespace.sasl)).last
         else { Issue.record("expected fail"); return }
         #expect(error.kind == .unexpectedStanza)
         #expect(error.message.contains("expected stream features, got <success>"))
@@ -218,7 +218,7 @@ import XMLStream
     @Test func stanzaBeforeHeaderIsUnexpected() {
         var machine = StreamNegotiation(credentials: credentials)
         _ = machine.start()
-        guard case .fail(let error)? = machine.stanzaReceived(Self.features([])).first else { Issue.record("expected fail"); return }
+        guard case .fail(let error)? = machine.stanzaReceived(Self.features([])).last else { Issue.record("expected fail"); return }
         #expect(error.kind == .unexpectedStanza)
     }
 
@@ -239,7 +239,7 @@ import XMLStream
                 XMLElement(name: condition, namespace: XMLNamespace.streams),
                 XMLElement(name: "text", namespace: XMLNamespace.streams, text: "bye")])
             let actions = machine.stanzaReceived(streamError)
-            #expect(actions == [.fail(XMPPError(.streamError, condition: condition, message: "bye"))])
+            #expect(actions == [.sendStreamFooter, .fail(XMPPError(.streamError, condition: condition, message: "bye"))])
         }
     }
 
@@ -247,7 +247,7 @@ import XMLStream
         var machine = StreamNegotiation(credentials: credentials)
         let bind = try #require(toBinding(&machine))
         _ = machine.stanzaReceived(Self.bindResult(id: bind.attribute("id")!, jid: "a@b/c"))
-        #expect(machine.streamEnded() == [.fail(XMPPError(.streamClosedByPeer, message: ""))])
+        #expect(machine.streamEnded() == [.sendStreamFooter, .fail(XMPPError(.streamClosedByPeer, message: ""))])
         #expect(machine.streamEnded() == [])
     }
 
@@ -255,7 +255,7 @@ import XMLStream
         var machine = StreamNegotiation(credentials: credentials)
         _ = machine.start()
         let error = XMPPError(.negotiationTimedOut, message: "10 s")
-        #expect(machine.failExternally(error) == [.fail(error)])
+        #expect(machine.failExternally(error) == [.sendStreamFooter, .fail(error)])
         #expect(machine.failExternally(error) == [])
         #expect(machine.streamStarted(Self.header()) == [])
     }

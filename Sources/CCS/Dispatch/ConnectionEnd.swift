@@ -6,6 +6,10 @@ public enum ConnectionEnd: Sendable, Equatable {
     /// `host-unknown`, `improper-addressing`, `invalid-namespace`, `unsupported-version`, `not-authorized`;
     /// see `XMPPError.unhealableCondition`). The slot waits `refusedReconnectBackoff`; the daemon goes on.
     case refused(condition: String, reason: String)
+    /// The server ended the stream with `conflict` (RFC 6120 §4.9.3.3): a new login with the same identity
+    /// replaced it (a per-account session limit, or another process with the same credentials). The slot
+    /// backs off whatever the connection's age (`ReconnectPolicy`).
+    case replaced(reason: String)
     /// SASL failure or no usable mechanism: a configuration error.
     case authenticationFailed(reason: String)
     /// We closed it (shutdown).

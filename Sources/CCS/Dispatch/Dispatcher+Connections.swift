@@ -2,13 +2,14 @@
 extension Dispatcher {
     /// Connection `id` ended. What was in flight on it is resent elsewhere with the same message_id (a lost
     /// connection is never an attempt), and its slot reconnects per `ReconnectPolicy`: at once after a healthy
-    /// connection, after the reconnect backoff after a failed or short-lived one, after the long refusal
+    /// connection, after the reconnect backoff after a failed, short-lived or replaced one (or one that
+    /// ended within `healthyConnectionSeconds` of another connection's login), after the long refusal
     /// backoff for `.refused`. ACKs still waiting for their record are not sent on it any more.
     public mutating func connectionEnded(_ id: Int, _ end: ConnectionEnd, now: Double) -> [DispatcherAction] {
         guard let session = sessions.removeValue(forKey: id) else { return [] }
         var actions: [DispatcherAction] = []
         let reason: String? = switch end {
-        case .lost(let reason), .authenticationFailed(let reason), .refused(_, let reason): reason
+        case .lost(let reason), .authenticationFailed(let reason), .refused(_, let reason), .replaced(let reason): reason
         case .closedLocally: nil
         }
         record(.connection(id: id, endpoint: session.endpoint, state: .closed, reason: reason), actions: &actions)
@@ -24,8 +25,10 @@ extension Dispatcher {
             let ending: ReconnectPolicy.Ending
             if case .refused = end {
                 ending = .refused
+            } else if case .replaced = end {
+                ending = .replaced
             } else if let readyAt = session.readyAt {
-                ending = .droppedAfter(seconds: now - readyAt)
+                ending = .droppedAfter(seconds: ReconnectPolicy.age(loggedInAt: readyAt, latestLoginInPool: latestLoginAt, now: now))
             } else {
                 ending = .neverLoggedIn
             }
@@ -64,7 +67,8 @@ extension Dispatcher {
         slots[slotIndex].connection = nil
         let drained = configuration.endpoints.firstIndex(of: session.endpoint) ?? slots[slotIndex].endpointIndex
         slots[slotIndex].endpointIndex = drained
-        reconnect(slot: slotIndex, after: .drainedAfter(seconds: now - (session.readyAt ?? now)), now: now, actions: &actions)
+        let age = ReconnectPolicy.age(loggedInAt: session.readyAt ?? now, latestLoginInPool: latestLoginAt, now: now)
+        reconnect(slot: slotIndex, after: .drainedAfter(seconds: age), now: now, actions: &actions)
     }
 
     /// Opens the slot's next connection at once or after the backoff, per `ReconnectPolicy`; returns the delay.

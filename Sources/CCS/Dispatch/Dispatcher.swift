@@ -50,6 +50,8 @@ public struct Dispatcher: Sendable {
     public internal(set) var state = PoolState.running
     /// Sessions by connection id, draining ones included.
     public internal(set) var sessions: [Int: CCSSession] = [:]
+    /// When a connection of the pool last logged in (`ReconnectPolicy.age(loggedInAt:latestLoginInPool:now:)`).
+    var latestLoginAt: Double?
 
     struct Slot: Sendable {
         var connection: Int?
@@ -197,6 +199,7 @@ public struct Dispatcher: Sendable {
         guard session.phase == .connecting else { return [] }  // drained while logging in: it takes nothing
         session.becameReady(now: now)
         sessions[id] = session
+        latestLoginAt = max(latestLoginAt ?? now, now)
         // The slot's failures are cleared only once this connection proves healthy (`connectionEnded`).
         var actions: [DispatcherAction] = []
         record(.connection(id: id, endpoint: session.endpoint, state: .connected, reason: nil), actions: &actions)

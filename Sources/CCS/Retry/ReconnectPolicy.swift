@@ -1,13 +1,24 @@
 /// When a pool slot opens its next connection after the last one ended, as a pure function
 /// (ccs-protocol.md §5; a server must never see a reconnect storm, whatever the failure).
 ///
+/// A connection's age, for this rule, is counted from the latest login in its pool, its own or another
+/// connection's (`age(loggedInAt:latestLoginInPool:now:)`): a drop that follows within `healthyAfter`
+/// seconds of any login is young, however long the connection itself was logged in. A server that closes
+/// an older session for each new login (a per-account session limit: ejabberd's `max_user_sessions` ends
+/// the oldest session with a `conflict` stream error) otherwise makes each new login end a healthy
+/// connection that reconnects at once and ends the next one: a reconnect storm through the whole pool.
+///
 /// The rule, per slot:
-/// - **Healthy drop**: the connection stayed logged in for at least `healthyAfter` seconds. The slot's
-///   failures are cleared and it reconnects at once, to the same endpoint (CCS asks for that, §5).
+/// - **Healthy drop**: the connection was logged in, and no connection of the pool logged in, for at least
+///   `healthyAfter` seconds. The slot's failures are cleared and it reconnects at once, to the same
+///   endpoint (CCS asks for that, §5).
 /// - **Failure**: the connection never logged in (TCP, TLS or login failed), or it dropped within
-///   `healthyAfter` seconds of logging in, whatever the form (stream error, `</stream:stream>`, FIN, RST,
-///   unparseable XML, `see-other-host`). Failures count up; the slot waits
+///   `healthyAfter` seconds of a login in the pool, whatever the form (stream error, `</stream:stream>`,
+///   FIN, RST, unparseable XML, `see-other-host`). Failures count up; the slot waits
 ///   `backoff.delay(attempt: failures)` and tries the other endpoint.
+/// - **Replaced**: the server ended the stream with `conflict` (RFC 6120 §4.9.3.3: a new login with the
+///   same identity replaced this one, possibly a login of another process with the same credentials).
+///   A failure whatever the age: reconnecting at once would replace another session in turn.
 /// - **Drain** (CONNECTION_DRAINING): the replacement always goes to the other endpoint. After a healthy
 ///   connection it opens at once. A drain within `healthyAfter` of login counts as a failure, but the first
 ///   one in a row still opens at once (draining is CCS's normal way to move a client, and the draining
@@ -19,7 +30,10 @@
 ///   default) and tries the other endpoint.
 ///
 /// Both counts reset only when a connection was healthy. So a server that ends every stream right after
-/// login gets backed-off attempts, never a loop. With the defaults (backoff 1 s…60 s, jitter 0.2,
+/// login, or ends another stream for every login, gets backed-off attempts, never a loop: every attempt
+/// of a slot but those after a healthy drop waits its backoff, and a healthy drop needs `healthyAfter`
+/// seconds without any login in the pool, so those at-once attempts come at most once per `healthyAfter`
+/// for the whole pool, plus one burst when connections drop together (at most one per slot). With the defaults (backoff 1 s…60 s, jitter 0.2,
 /// `healthyAfter` 10 s) that is at most 6 attempts per slot in the first 30 s, then one per 48–60 s:
 ///
 ///     failure n:   1        2        3        4        5          6          7+
@@ -53,12 +67,14 @@ public struct ReconnectPolicy: Sendable, Equatable {
         public init() {}
     }
 
-    /// How a connection ended, as far as this rule cares.
+    /// How a connection ended, as far as this rule cares. Ages are `age(loggedInAt:latestLoginInPool:now:)`.
     public enum Ending: Sendable, Equatable {
-        /// It logged in and stayed that many seconds, then dropped (or started draining).
+        /// It logged in, was that many seconds old, then dropped.
         case droppedAfter(seconds: Double)
-        /// It started draining that many seconds after logging in.
+        /// It started draining at that age.
         case drainedAfter(seconds: Double)
+        /// The server ended it with `conflict`: another login replaced it (RFC 6120 §4.9.3.3), at any age.
+        case replaced
         /// It never logged in.
         case neverLoggedIn
         /// The server refused it with a condition retrying cannot heal (logged in or not).
@@ -77,7 +93,13 @@ public struct ReconnectPolicy: Sendable, Equatable {
         }
     }
 
-    /// Whether a connection logged in for `seconds` was healthy.
+    /// A connection's age for this rule, in seconds: since its own login (`loggedInAt`) or since the latest
+    /// login of any connection in its pool (`latestLoginInPool`, which may be its own), whichever is later.
+    public static func age(loggedInAt: Double, latestLoginInPool: Double?, now: Double) -> Double {
+        now - max(loggedInAt, latestLoginInPool ?? loggedInAt)
+    }
+
+    /// Whether a connection of age `seconds` was healthy.
     public func isHealthy(loggedInFor seconds: Double) -> Bool { seconds >= healthyAfter }
 
     /// Updates `state` for a connection that ended as `ending` and says when and where to reconnect.
@@ -94,7 +116,7 @@ public struct ReconnectPolicy: Sendable, Equatable {
             state.failures += 1
             let delay = state.failures == 1 ? 0 : backoff.delay(attempt: state.failures, u: u)
             return Decision(delay: delay, switchEndpoint: true)
-        case .droppedAfter, .neverLoggedIn:
+        case .droppedAfter, .neverLoggedIn, .replaced:
             state.failures += 1
             return Decision(delay: backoff.delay(attempt: state.failures, u: u), switchEndpoint: true)
         case .refused:

@@ -601,6 +601,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             end = .closedLocally
         } else if error.isConfigurationError {
             end = .authenticationFailed(reason: error.description)
+        } else if error.kind == .streamError, error.condition == "conflict" {
+            end = .replaced(reason: error.description)  // another login replaced it: the slot backs off
         } else if let condition = error.unhealableCondition {
             end = .refused(condition: condition, reason: error.description)  // the dispatcher logs it
         } else {
