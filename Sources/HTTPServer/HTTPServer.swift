@@ -45,7 +45,8 @@ public final class HTTPServer: @unchecked Sendable {
         /// A Unix socket the server binds at `path` (a stale socket there is removed), with `mode` and
         /// optionally `group`; removed again at `stop`. No token: the file's mode and group are the access control.
         case unixSocket(path: String, mode: mode_t = 0o660, group: String? = nil)
-        /// A listening socket inherited from systemd (`sd_listen_fds`); `bearerToken` is required unless nil.
+        /// A listening socket inherited from systemd (`sd_listen_fds`). A Unix-domain one needs no token (its
+        /// file's mode is the access control); any other needs `bearerToken` (none given: every request is 401).
         case inherited(fd: Int32, bearerToken: String?)
         /// TCP on `host:port` (port 0: any free port; see `tcpPorts`); every request needs the bearer token.
         case tcp(host: String, port: UInt16, bearerToken: String)
@@ -83,7 +84,9 @@ public final class HTTPServer: @unchecked Sendable {
                     (name, token, path) = (socketPath, nil, socketPath)
                 case .inherited(let inherited, let bearerToken):
                     ListeningSocket.setNonBlocking(inherited)
-                    (fd, name, token, path) = (inherited, "fd \(inherited)", bearerToken, nil)
+                    let unixDomain = ListeningSocket.isUnixDomain(inherited)
+                    (fd, name, path) = (inherited, "fd \(inherited)", nil)
+                    token = unixDomain ? nil : (bearerToken ?? "")
                 case .tcp(let host, let port, let bearerToken):
                     let bound = try ListeningSocket.tcp(host: host, port: port)
                     tcpPorts.append(bound.port)
@@ -109,6 +112,10 @@ public final class HTTPServer: @unchecked Sendable {
         daemons.removeAll()
     }
 
+    /// Parses `HOST:PORT` for a `.tcp` listener (`[V6]:PORT` for an IPv6 literal; a bare `PORT` means
+    /// 127.0.0.1). - Returns: nil when it is not of that shape or the port is not 0…65535.
+    public static func parseHostPort(_ text: String) -> (host: String, port: UInt16)? { ListeningSocket.parseHostPort(text) }
+
     /// Requests waiting for their answer (suspended), on every listener.
     public var waitingRequests: Int { daemons.reduce(0) { $0 + $1.waiting.count } }
 
@@ -126,6 +133,8 @@ private final class ListenerDaemon {
     let name: String
     let fd: Int32
     let bearerToken: [UInt8]?
+    /// A listener that needs a token but was given none: every request is 401.
+    let refusesAll: Bool
     let socketPath: String?
     var mhd: OpaquePointer?
     var source: (any DispatchSourceRead)?
@@ -139,6 +148,7 @@ private final class ListenerDaemon {
         self.name = name
         self.fd = fd
         self.bearerToken = bearerToken.map { Array($0.utf8) }
+        self.refusesAll = bearerToken?.isEmpty == true
         self.socketPath = socketPath
     }
 
@@ -200,6 +210,7 @@ private final class ListenerDaemon {
     /// Whether the request carries this listener's bearer token (always true without a token).
     func authorized(_ connection: OpaquePointer) -> Bool {
         guard let expected = bearerToken else { return true }
+        if refusesAll { return false }
         guard let value = MHD_lookup_connection_value(connection, .HEADER_KIND, "Authorization") else { return false }
         let header = String(cString: value)
         guard header.count > 7, header.prefix(7).lowercased() == "bearer " else { return false }
