@@ -147,6 +147,19 @@ import TLS
         #expect(run.loop.submitAndWait { run.server.waitingRequests } == 0)
     }
 
+    @Test func aWaitingRequestOutlivesTheIdleTimeout() throws {
+        // Idle timeout 1 s; the answer comes after 2.5 s of waiting (suspended): it still reaches the client.
+        let held = Held()
+        let run = try Running(limits: HTTPServer.Limits(connectionTimeoutSeconds: 1), listeners: { [.unixSocket(path: $0)] }) { request, responder in
+            held.loop!.schedule(after: 2.5) { Self.echo(request, responder) }
+        }
+        held.loop = run.loop
+        defer { run.stop() }
+        let result = try curl(["--unix-socket", run.socketPath, "http://localhost/slow"])
+        #expect(result.status == 200)
+        #expect(result.body.contains("/slow"))
+    }
+
     @Test func stopAnswersWaitingRequestsWith503() throws {
         let run = try Running(listeners: { [.unixSocket(path: $0)] }) { _, _ in }  // never answers
         let results = Results()

@@ -199,6 +199,19 @@ import Testing
         #expect(bed.stop() == 0)
     }
 
+    @Test func servesOnTheSocketSystemdPasses() throws {
+        let bed = try ServeBed()
+        defer { bed.cleanUp() }
+        try bed.start(socketActivated: true)
+        #expect(bed.waitUntilReady())
+        #expect(!FileManager.default.fileExists(atPath: bed.directory + "/unused.sock"))
+        let answer = try bed.post(Self.message("sa-1"))
+        #expect(answer.status == 202 && answer.json?["accepted"]?.intValue == 1)
+        #expect(bed.waitForFinal("sa-1")?["outcome"]?["event"] == .string("acked"))
+        #expect(bed.stop() == 0)
+        #expect(bed.log.contains("fd 3"))
+    }
+
     @Test func unavailableWhenTheQueueIsFullOrCcsdIsStopping() throws {
         // The emulator holds its acks, so messages stay in flight.
         let bed = try ServeBed { $0.ackLatencyMilliseconds = 600_000 }
@@ -217,7 +230,7 @@ import Testing
         #expect(full.json?["error"]?["code"] == .string("unavailable"))
         #expect(try bed.curl(["http://localhost/v1/messages/q-2"]).status == 404)
         // SIGTERM: the stop waits for q-1 (grace 60 s); submissions get 503, reads still work.
-        kill(bed.process!.processIdentifier, SIGTERM)
+        kill(bed.pid, SIGTERM)
         #expect(pollUntil(timeout: 10) {
             (try? bed.curl(["http://localhost/v1/status"]))?.json?["lifecycle"] != .string("running")
         })

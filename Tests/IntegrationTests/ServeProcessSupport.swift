@@ -31,12 +31,19 @@ final class ServeBed: @unchecked Sendable {
 
     /// Starts `ccsd serve` (SQLite store in the bed's state directory) with `extra` flags; waits (bounded)
     /// until its socket answers `/healthz`.
-    func start(_ extra: [String] = [], environment: [String: String] = [:]) throws {
+    /// - Parameter socketActivated: run it under `systemd-socket-activate -l SOCKET` (it binds the socket and
+    ///   execs ccsd on the first connection, passing the socket as fd 3); `--api-socket` then names another path.
+    func start(_ extra: [String] = [], environment: [String: String] = [:], socketActivated: Bool = false) throws {
         let process = Process()
-        process.executableURL = CommandLineTests.binDirectory.appendingPathComponent("ccsd")
-        process.arguments = ["serve", "--endpoint", "localhost:\(endpointPort)", "--ca-file", directory + "/ca.pem",
+        let ccsd = CommandLineTests.binDirectory.appendingPathComponent("ccsd")
+        // systemd-socket-activate closes every descriptor but the socket before it execs ccsd, the one Foundation's
+        // Process watches the child by included; so a shell runs it as its child (and ccsd's PID is the shell's child).
+        process.executableURL = socketActivated ? URL(fileURLWithPath: "/bin/sh") : ccsd
+        let prefix = socketActivated ? ["-c", "/usr/bin/systemd-socket-activate \"$@\"; exit $?", "sh", "-l", socketPath, ccsd.path] : []
+        let apiSocket = socketActivated ? directory + "/unused.sock" : socketPath
+        process.arguments = prefix + ["serve", "--endpoint", "localhost:\(endpointPort)", "--ca-file", directory + "/ca.pem",
                              "--sender-id", Self.senderID, "--server-key-file", directory + "/server-key",
-                             "--state-dir", directory + "/state", "--api-socket", socketPath] + extra
+                             "--state-dir", directory + "/state", "--api-socket", apiSocket] + extra
         process.environment = environment
         if !FileManager.default.fileExists(atPath: logPath) { _ = FileManager.default.createFile(atPath: logPath, contents: nil) }
         let log = FileHandle(forWritingAtPath: logPath)
@@ -59,8 +66,18 @@ final class ServeBed: @unchecked Sendable {
     @discardableResult
     func stop(signal sig: Int32 = SIGTERM, timeout: Double = 30) -> Int32? {
         guard let process else { return nil }
-        if process.isRunning { kill(process.processIdentifier, sig) }
+        if process.isRunning { kill(pid, sig) }
         return process.exitStatus(waitingAtMost: timeout)
+    }
+
+    /// ccsd's PID: the process started, or, under `systemd-socket-activate`, the shell's child.
+    var pid: Int32 {
+        guard let process else { return 0 }
+        let shell = process.processIdentifier
+        guard process.executableURL?.path == "/bin/sh",
+              let children = try? String(contentsOfFile: "/proc/\(shell)/task/\(shell)/children", encoding: .utf8),
+              let child = children.split(separator: " ").first.flatMap({ Int32($0) }) else { return shell }
+        return child
     }
 
     var log: String { (try? String(contentsOfFile: logPath, encoding: .utf8)) ?? "" }
@@ -106,16 +123,16 @@ func runCurl(_ arguments: [String], maxTime: Int = 15) throws -> HTTPResult {
     let process = Process()
     process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
     process.arguments = ["-s", "-i", "--max-time", "\(maxTime)"] + arguments
-    let output = Pipe()
-    process.standardOutput = output
+    // Output to a file, not a pipe: a pipe's end inherited by another child (a ccsd started meanwhile) would
+    // hold its end of file back.
+    let outputPath = NSTemporaryDirectory() + "ccsd-curl-\(UUID().uuidString)"
+    _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
+    defer { try? FileManager.default.removeItem(atPath: outputPath) }
+    process.standardOutput = FileHandle(forWritingAtPath: outputPath)
     process.standardError = FileHandle.nullDevice
     try process.run()
-    let pid = process.processIdentifier
-    let watchdog = DispatchWorkItem { kill(pid, SIGKILL) }
-    DispatchQueue.global().asyncAfter(deadline: .now() + .seconds(maxTime + 5), execute: watchdog)
-    let data = output.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    watchdog.cancel()
+    _ = process.exitStatus(waitingAtMost: Double(maxTime + 5))
+    let data = FileManager.default.contents(atPath: outputPath) ?? Data()
     var rest = Substring(String(decoding: data, as: UTF8.self))
     var status = 0
     var headers: [String: String] = [:]
