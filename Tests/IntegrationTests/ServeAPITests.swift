@@ -199,6 +199,24 @@ import Testing
         #expect(bed.stop() == 0)
     }
 
+    @Test func sighupReloadsOrRefusesABadConfigurationAndKeepsServing() throws {
+        let bed = try ServeBed()
+        defer { bed.cleanUp() }
+        let config = bed.directory + "/config.json"
+        try Data(#"{"connections": 1}"#.utf8).write(to: URL(fileURLWithPath: config))
+        try bed.start(["--config", config])
+        #expect(bed.waitUntilReady())
+        kill(bed.pid, SIGHUP)
+        #expect(pollUntil(timeout: 10) { bed.log.contains("reload") })
+        try Data(#"{"connections": "many"}"#.utf8).write(to: URL(fileURLWithPath: config))
+        kill(bed.pid, SIGHUP)
+        #expect(pollUntil(timeout: 10) { bed.log.contains("reload refused: the configuration has a problem") })
+        #expect(bed.log.contains("connections"))
+        #expect(try bed.curl(["http://localhost/healthz"]).status == 200)
+        #expect(try bed.post(Self.message("h-1")).status == 202)
+        #expect(bed.stop() == 0)
+    }
+
     @Test func servesOnTheSocketSystemdPasses() throws {
         let bed = try ServeBed()
         defer { bed.cleanUp() }
