@@ -153,5 +153,13 @@ public final class InMemoryMessageStore: MessageStore {
         return cursors[consumer]
     }
 
+    public func storedMessage(_ messageID: String) throws(StoreError) -> StoredMessage? {
+        try checkOpen("reading a message")
+        guard let entry = messages[messageID] else { return nil }
+        return StoredMessage(messageID: messageID, acceptedAtUnixMillis: entry.record.acceptedAtUnixMillis,
+                             attempts: entry.record.attempts, sends: entry.record.sends, lastError: entry.record.lastError, finalEvent: entry.finalEvent,
+                             finalAtUnixMillis: entry.finalEvent == nil ? 0 : entry.finalAt)
+    }
+
     public func close() { closed = true }
 }

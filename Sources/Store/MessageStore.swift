@@ -22,6 +22,9 @@ public protocol MessageStore: AnyObject {
     func acknowledgeEvents(consumer: String, through seq: Int64) throws(StoreError)
     /// The seq `consumer` acknowledged last, or nil when it never did.
     func cursor(of consumer: String) throws(StoreError) -> Int64?
+    /// The message `messageID` as stored (live or final within the final retention), or nil when the store
+    /// does not have it (never accepted, or pruned).
+    func storedMessage(_ messageID: String) throws(StoreError) -> StoredMessage?
     /// Releases the database and the directory lock. Further calls throw.
     func close()
 }

@@ -45,6 +45,7 @@ import XMPP
         func events(after seq: Int64, limit: Int) throws(StoreError) -> [JournaledEvent] { try inner.events(after: seq, limit: limit) }
         func acknowledgeEvents(consumer: String, through seq: Int64) throws(StoreError) { try inner.acknowledgeEvents(consumer: consumer, through: seq) }
         func cursor(of consumer: String) throws(StoreError) -> Int64? { try inner.cursor(of: consumer) }
+        func storedMessage(_ messageID: String) throws(StoreError) -> StoredMessage? { try inner.storedMessage(messageID) }
         func close() {}  // kept open: the test inspects what stayed stored
     }
 

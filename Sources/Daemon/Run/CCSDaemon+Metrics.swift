@@ -27,9 +27,9 @@ extension CCSDaemon {
     }
 
     /// Calls `observer` on the loop with the last `seq` of every commit that journaled events, after the
-    /// events file has them. For consumers of the journal that should not poll (the webhook outlet).
-    /// Call on the loop.
-    public func observeJournal(_ observer: @escaping @Sendable (Int64) -> Void) {
+    /// events file has them. For consumers of the journal that should not poll (the API's long poll, the
+    /// webhook outlet). Call on the loop.
+    public func observeJournal(_ observer: @escaping (Int64) -> Void) {
         journalObservers.append(observer)
     }
 }

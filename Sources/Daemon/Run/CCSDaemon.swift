@@ -52,11 +52,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     /// The writer reported the store unavailable (or failed inserts) and not yet available again.
     var storeDown = false
     /// Records already logged when they were made (invalid intake lines, logged without their value).
-    private var loggedRecords: Set<UInt64> = []
+    var loggedRecords: Set<UInt64> = []
+    /// The HTTP API's submissions waiting for their commits and its journal observers (CCSDaemon+API.swift).
+    let api = DaemonAPIState()
     /// Unreadable CCS messages (nothing to ACK them by): each logged once, redeliveries counted.
     var unreadable = UnreadableMessageLog()
     /// Called on the loop with the last `seq` of every commit that journaled events (wakes the webhook outlet).
-    var journalObservers: [@Sendable (Int64) -> Void] = []
+    var journalObservers: [(Int64) -> Void] = []
 
     /// Messages outstanding above which intake pauses (memory bound for a fast producer).
     public static let intakeHighWater = 20_000
@@ -359,6 +361,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             if !result.persisted.isEmpty { actions += dispatcher.persisted(result.persisted, now: now()) }
             if let through = result.recordedThrough { actions += dispatcher.recorded(through: through, now: now()) }
             perform(actions)
+            apiCommitted(result)
         case .insertsFailed(let results):
             // The store could not take them (a failed commit, or it is unavailable): their rejections go out now.
             storeDown = true
@@ -458,11 +461,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 // releases nothing, so nothing else is handed over early.
                 outlet.append(Self.unjournaledLine(request.event, timeUnixMillis: wallClock()))
                 if !outlet.flush() { outletFailed() }
+                apiRecord(request, writtenNow: true)
                 if loggedRecords.remove(request.id) == nil { log(request.event) }
             case .record(let request):
                 writer.enqueue(StoreBatch.Record(id: request.id, line: request.event.jsonObject(),
                                                  finalMessageID: request.finalMessageID,
                                                  handedOverMessageID: request.handedOverMessageID))
+                apiRecord(request, writtenNow: false)
                 if loggedRecords.remove(request.id) == nil { log(request.event) }
             case .saveProgress(let record):
                 writer.enqueueProgress(record)

@@ -22,6 +22,9 @@ public final class SystemdSupervisor: @unchecked Sendable {
     private var started = false
     private var statusTimer: (any ScheduledWork)?
     private var watchdogTimer: (any ScheduledWork)?
+    /// Called on the loop with the new configuration after a reload was applied (the service's own settings
+    /// follow it: the webhook).
+    public var onReloadApplied: ((Configuration) -> Void)?
 
     /// - Parameters:
     ///   - scheduler: the daemon's loop (the watchdog and status timers run on it).
@@ -61,7 +64,9 @@ public final class SystemdSupervisor: @unchecked Sendable {
         notifier.reloading()
         let result = daemon.reload(configuration)
         switch result {
-        case .applied: refusal = nil
+        case .applied:
+            refusal = nil
+            onReloadApplied?(configuration)
         case .refused(let reason): refusal = reason
         }
         finishReload()

@@ -349,6 +349,21 @@ public final class SQLiteMessageStore: MessageStore {
         return try s.selectCursor.step(operation: operation) ? s.selectCursor.int64(0) : nil
     }
 
+    public func storedMessage(_ messageID: String) throws(StoreError) -> StoredMessage? {
+        let operation = "reading a message"
+        let (database, _) = try open(operation)
+        let statement = try database.prepare(
+            "SELECT accepted_at_ms, attempts, last_error, final_event, final_at_ms, sends FROM messages WHERE message_id = ?1",
+            operation: operation)
+        defer { statement.finalize() }
+        statement.bind(1, messageID)
+        guard try statement.step(operation: operation) else { return nil }
+        return StoredMessage(messageID: messageID, acceptedAtUnixMillis: statement.int64(0), attempts: Int(statement.int64(1)),
+                             sends: Int(statement.int64(5)),
+                             lastError: statement.optionalText(2), finalEvent: statement.optionalText(3),
+                             finalAtUnixMillis: statement.isNull(4) ? 0 : statement.int64(4))
+    }
+
     /// Every statement, prepared once after the migrations.
     private final class Statements {
         let begin, commit, rollback: SQLiteStatement
