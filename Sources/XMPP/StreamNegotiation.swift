@@ -149,7 +149,7 @@ public struct StreamNegotiation: Sendable {
     public mutating func failExternally(_ error: XMPPError) -> [Action] {
         if case .failed = state { return [] }
         state = .failed
-        return [.fail(error)]
+        return [.fail(redactingSecrets(error))]
     }
 
     // MARK: Steps
@@ -241,7 +241,7 @@ public struct StreamNegotiation: Sendable {
         let refusal = XMPPError(
             .sessionFailed, condition: condition,
             message: "the server refused the session request; continuing, since a session is a no-op (RFC 6121 Appendix E)")
-        return [.notice(refusal), .ready(jid: jid)]
+        return [.notice(redactingSecrets(refusal)), .ready(jid: jid)]
     }
 
     /// A stanza once the bind request is out: traffic, whatever negotiation step is pending.
@@ -308,7 +308,16 @@ public struct StreamNegotiation: Sendable {
 
     private mutating func fail(_ kind: XMPPError.Kind, condition: String? = nil, message: String) -> [Action] {
         state = .failed
-        return [.fail(XMPPError(kind, condition: condition, message: message))]
+        return [.fail(redactingSecrets(XMPPError(kind, condition: condition, message: message)))]
+    }
+
+    /// `error` without any echo of the server key or the PLAIN response: error texts quote the peer (element
+    /// names, namespaces, attributes, mechanism names, XML errors), and a peer may echo what it got.
+    private func redactingSecrets(_ error: XMPPError) -> XMPPError {
+        var error = error
+        error.message = credentials.redactingSecrets(error.message)
+        error.condition = error.condition.map(credentials.redactingSecrets)
+        return error
     }
 
     private mutating func makeID(_ prefix: String) -> String {
