@@ -264,11 +264,14 @@ public enum JSONValue: Sendable, Equatable {
         return bytes.isEmpty
     }
 
-    /// Appends `s` as a JSON string literal (RFC 8259 §7): quotes, backslash and control characters escaped.
+    /// Appends `s` as a JSON string literal (RFC 8259 §7): quotes, backslash and control characters escaped,
+    /// and the noncharacters U+FFFE and U+FFFF as `\ufffe` `\uffff`: they are not XML 1.0 `Char`s,
+    /// so written raw into a stanza they would not reach the peer as written (ccs-protocol.md §2).
     public static func writeString(_ s: String, to out: inout String) {
         out += "\""
         var needsEscape = false
-        for byte in s.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+        // 0xEF leads the UTF-8 of U+F000…U+FFFF, U+FFFE and U+FFFF among them.
+        for byte in s.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0xEF {
             needsEscape = true
             break
         }
@@ -282,6 +285,8 @@ public enum JSONValue: Sendable, Equatable {
                 case "\n": out += "\\n"
                 case "\r": out += "\\r"
                 case "\t": out += "\\t"
+                case "\u{FFFE}": out += "\\ufffe"
+                case "\u{FFFF}": out += "\\uffff"
                 case _ where scalar.value < 0x20:
                     let hex = String(scalar.value, radix: 16)
                     out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
