@@ -29,6 +29,7 @@ public enum JSONValue: Sendable, Equatable {
     /// - Throws: `JSONValue.ParseError` when the text is not JSON; its message carries Foundation's
     ///   reason and position ("Invalid value around character 6.").
     public static func parse(_ data: Data) throws(ParseError) -> JSONValue {
+        let data = escapingByteOrderMarks(data) ?? data
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
@@ -40,6 +41,30 @@ public enum JSONValue: Sendable, Equatable {
             throw ParseError(message: "not valid JSON: " + ParseError.reason(error))
         }
         return JSONValue(foundation: object)
+    }
+
+    /// `data` with every U+FEFF after its first byte written as the escape `\ufeff`, or nil when it has none.
+    /// Foundation's JSONSerialization drops a U+FEFF written raw at the start of a string value or key (it
+    /// reads it as a byte-order mark); the escape means the same inside a string and is kept. Outside strings
+    /// a U+FEFF is not JSON either way; a byte-order mark before the text is left to Foundation.
+    static func escapingByteOrderMarks(_ data: Data) -> Data? {
+        guard data.count > 3, data.dropFirst().contains(0xEF) else { return nil }
+        let bytes = [UInt8](data)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 8)
+        var index = 0
+        var changed = false
+        while index < bytes.count {
+            if index > 0, index + 2 < bytes.count, bytes[index] == 0xEF, bytes[index + 1] == 0xBB, bytes[index + 2] == 0xBF {
+                out += Array(#"\ufeff"#.utf8)
+                index += 3
+                changed = true
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return changed ? Data(out) : nil
     }
 
     /// Parses one JSON text held in a string.

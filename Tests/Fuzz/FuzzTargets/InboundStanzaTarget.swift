@@ -109,7 +109,10 @@ enum InboundStanzaTarget {
         if json?["to"]?.stringValue != from {
             violations.append("the ACK goes to \(String(describing: json?["to"])), not to \(from)")
         }
-        if stanza.attribute("id")?.hasPrefix(CCSStanza.ackIDPrefix) != true {
+        if let id = stanza.attribute("id"), !InboundMessage.StanzaError(id: id, messageID: nil, condition: "bad-request").isAboutAck {
+            violations.append("a stanza error about the ACK (id \(id)) would not be taken as about an ACK")
+        }
+        if stanza.attribute("id")?.utf8.starts(with: CCSStanza.ackIDPrefix.utf8) != true {
             violations.append("the ACK's stanza id lost its prefix: \(String(describing: stanza.attribute("id")))")
         }
     }
