@@ -64,6 +64,11 @@ let package = Package(
         // connection, an in-memory events outlet.
         .target(name: "TestSupport", dependencies: ["Daemon", "CCS", "XMPP", "XMLStream"], path: "Tests/TestSupport"),
 
+        // The fuzz targets (input → calls → invariant checks), shared by the libFuzzer entry point and the
+        // corpus replay in FuzzTests; `scripts/fuzz` builds `ccsd-fuzz` with the fuzzer in its own build path.
+        .target(name: "FuzzTargets", dependencies: ["XMLStream", "XMPP", "CCS", "CCSEmulator"], path: "Tests/Fuzz/FuzzTargets"),
+        .executableTarget(name: "ccsd-fuzz", dependencies: ["FuzzTargets"], path: "Tests/Fuzz/ccsd-fuzz"),
+
         // Unit tests: no sockets.
         .testTarget(name: "XMLStreamTests", dependencies: ["XMLStream"]),
         .testTarget(name: "XMPPTests", dependencies: ["XMPP", "XMLStream"]),
@@ -73,6 +78,7 @@ let package = Package(
         .testTarget(name: "StoreTests", dependencies: ["Store", "CCS", "CSQLite"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "TLS"]),
         .testTarget(name: "ServiceTests", dependencies: ["Service", "Daemon", "CCS", "Store", "TLS", "TestSupport"]),
+        .testTarget(name: "FuzzTests", dependencies: ["FuzzTargets"]),
         // Integration tests: real TLS on loopback against the emulator and Prosody.
         .testTarget(name: "IntegrationTests",
                     dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures", "Store",

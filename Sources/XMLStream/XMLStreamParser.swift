@@ -346,12 +346,25 @@ public final class XMLStreamParser {
             fail(.unsupportedEncoding, problem)
             return
         }
-        streamOpen = true
         // libxml2 reports a start tag before consuming its `>` or `/>`.
         var end = consumed
-        if let cur = context?.pointee.input?.pointee.cur {
-            end += cur[0] == UInt8(ascii: "/") ? 2 : 1
+        var headerBytes = 0
+        if let input = context?.pointee.input?.pointee, let cur = input.cur {
+            let closing = cur[0] == UInt8(ascii: "/") ? 2 : 1
+            end += closing
+            // The header bounded like any stream-level construct, whatever the chunking: its `<` is the last
+            // one before `cur` (an attribute value cannot hold a raw `<`), and the whole tag is in the buffer.
+            if let base = input.base {
+                var start = cur
+                while start > base, start[0] != UInt8(ascii: "<") { start -= 1 }
+                headerBytes = cur - start + closing
+            }
         }
+        if headerBytes > limits.maxStanzaBytes {
+            fail(.stanzaTooLarge, "the stream header is \(headerBytes) bytes, more than \(limits.maxStanzaBytes)")
+            return
+        }
+        streamOpen = true
         stanzaStart = end
         emit(.streamStart(XMLElement(name: name, namespace: namespace, attributes: attributes)), endingAt: end)
     }

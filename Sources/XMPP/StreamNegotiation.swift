@@ -188,7 +188,7 @@ public struct StreamNegotiation: Sendable {
     public mutating func failExternally(_ error: XMPPError) -> [Action] {
         if case .failed = state { return [] }
         state = .failed
-        return closeOurStream() + [.fail(error)]
+        return closeOurStream() + [.fail(redactingSecrets(error))]
     }
 
     // MARK: Steps
@@ -282,7 +282,7 @@ public struct StreamNegotiation: Sendable {
         let refusal = XMPPError(
             .sessionFailed, condition: condition,
             message: "the server refused the session request; continuing, since a session is a no-op (RFC 6121 Appendix E)")
-        return [.notice(refusal), .ready(jid: jid)]
+        return [.notice(redactingSecrets(refusal)), .ready(jid: jid)]
     }
 
     /// A stanza once the bind request is out: traffic, whatever negotiation step is pending.
@@ -349,7 +349,7 @@ public struct StreamNegotiation: Sendable {
 
     private mutating func fail(_ kind: XMPPError.Kind, condition: String? = nil, message: String) -> [Action] {
         state = .failed
-        return closeOurStream() + [.fail(XMPPError(kind, condition: condition, message: message))]
+        return closeOurStream() + [.fail(redactingSecrets(XMPPError(kind, condition: condition, message: message)))]
     }
 
     /// The footer, when a stream of ours is open (each stream gets one footer, never one without a header).
@@ -357,6 +357,15 @@ public struct StreamNegotiation: Sendable {
         guard streamOpen else { return [] }
         streamOpen = false
         return [.sendStreamFooter]
+    }
+
+    /// `error` without any echo of the server key or the PLAIN response: error texts quote the peer (element
+    /// names, namespaces, attributes, mechanism names, XML errors), and a peer may echo what it got.
+    private func redactingSecrets(_ error: XMPPError) -> XMPPError {
+        var error = error
+        error.message = credentials.redactingSecrets(error.message)
+        error.condition = error.condition.map(credentials.redactingSecrets)
+        return error
     }
 
     private mutating func makeID(_ prefix: String) -> String {

@@ -144,7 +144,9 @@ public enum InboundMessage: Sendable, Equatable {
         /// True when the error is about an ACK ccsd sent rather than a downstream message: its `id` is in
         /// the ACK id space, or the echoed payload is an ack. Such an error resolves no downstream message.
         public var isAboutAck: Bool {
-            id?.hasPrefix(CCSStanza.ackIDPrefix) == true || echoedMessageType == "ack"
+            // Compared as bytes: `hasPrefix` compares characters, and a message_id starting with a combining
+            // mark merges with the prefix's `:` into one character.
+            id?.utf8.starts(with: CCSStanza.ackIDPrefix.utf8) == true || echoedMessageType == "ack"
         }
 
         /// The downstream message_id this error may resolve (when it is in flight on the connection the

@@ -29,6 +29,7 @@ public enum JSONValue: Sendable, Equatable {
     /// - Throws: `JSONValue.ParseError` when the text is not JSON; its message carries Foundation's
     ///   reason and position ("Invalid value around character 6.").
     public static func parse(_ data: Data) throws(ParseError) -> JSONValue {
+        let data = escapingByteOrderMarks(data) ?? data
         let object: Any
         do {
             object = try JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])
@@ -40,6 +41,30 @@ public enum JSONValue: Sendable, Equatable {
             throw ParseError(message: "not valid JSON: " + ParseError.reason(error))
         }
         return JSONValue(foundation: object)
+    }
+
+    /// `data` with every U+FEFF after its first byte written as the escape `\ufeff`, or nil when it has none.
+    /// Foundation's JSONSerialization drops a U+FEFF written raw at the start of a string value or key (it
+    /// reads it as a byte-order mark); the escape means the same inside a string and is kept. Outside strings
+    /// a U+FEFF is not JSON either way; a byte-order mark before the text is left to Foundation.
+    static func escapingByteOrderMarks(_ data: Data) -> Data? {
+        guard data.count > 3, data.dropFirst().contains(0xEF) else { return nil }
+        let bytes = [UInt8](data)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + 8)
+        var index = 0
+        var changed = false
+        while index < bytes.count {
+            if index > 0, index + 2 < bytes.count, bytes[index] == 0xEF, bytes[index + 1] == 0xBB, bytes[index + 2] == 0xBF {
+                out += Array(#"\ufeff"#.utf8)
+                index += 3
+                changed = true
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return changed ? Data(out) : nil
     }
 
     /// Parses one JSON text held in a string.
@@ -264,11 +289,14 @@ public enum JSONValue: Sendable, Equatable {
         return bytes.isEmpty
     }
 
-    /// Appends `s` as a JSON string literal (RFC 8259 §7): quotes, backslash and control characters escaped.
+    /// Appends `s` as a JSON string literal (RFC 8259 §7): quotes, backslash and control characters escaped,
+    /// and the noncharacters U+FFFE and U+FFFF as `\ufffe` `\uffff`: they are not XML 1.0 `Char`s,
+    /// so written raw into a stanza they would not reach the peer as written (ccs-protocol.md §2).
     public static func writeString(_ s: String, to out: inout String) {
         out += "\""
         var needsEscape = false
-        for byte in s.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C {
+        // 0xEF leads the UTF-8 of U+F000…U+FFFF, U+FFFE and U+FFFF among them.
+        for byte in s.utf8 where byte < 0x20 || byte == 0x22 || byte == 0x5C || byte == 0xEF {
             needsEscape = true
             break
         }
@@ -282,6 +310,8 @@ public enum JSONValue: Sendable, Equatable {
                 case "\n": out += "\\n"
                 case "\r": out += "\\r"
                 case "\t": out += "\\t"
+                case "\u{FFFE}": out += "\\ufffe"
+                case "\u{FFFF}": out += "\\uffff"
                 case _ where scalar.value < 0x20:
                     let hex = String(scalar.value, radix: 16)
                     out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex

@@ -1,0 +1,49 @@
+import XMLStream
+
+/// The XML stream parser on any bytes, in any splits.
+///
+/// Input: byte 0 chooses the run, the next `byte0 & 7` bytes are chunk sizes (each 1…256, cycled), the
+/// rest is the stream as a server would send it
+/// (no chunk-size bytes: pieces of 7 bytes).
+/// - `byte0 & 0x08`: small limits (256-byte stanzas, depth 4) instead of the defaults;
+/// - `byte0 & 0x10`: a SASL `<success/>` restarts the stream from inside the handler, as the client does.
+///
+/// Invariants: no crash, leak or hang; the events do not depend on how the bytes are split; a failed parser
+/// keeps failing with the same error; no stanza is deeper than the limit; every stanza survives
+/// `XMLWriter` → parser unchanged.
+///
+/// Whether and with which kind a stream has failed by the end of the input may depend on the split, and is
+/// not compared: libxml2's push parser looks at a construct only once a heuristic scan of its buffer says the
+/// construct is complete (a `>` outside quotes), so a broken start tag can be reported at once in one split
+/// and only with later bytes in another (never after a later event: the events are compared); and the size
+/// limit is checked between pieces as well as inside them.
+enum XMLStreamTarget {
+    static func run(_ input: [UInt8]) -> [String] {
+        guard let first = input.first else { return [] }
+        let sizesEnd = min(input.count, 1 + Int(first & 0x07))
+        var chunkSizes = input[1..<sizesEnd].map { Int($0) + 1 }
+        if chunkSizes.isEmpty { chunkSizes = [7] }
+        let stream = Array(input[sizesEnd...])
+        let limits = first & 0x08 != 0 ? XMLStreamLimits(maxStanzaBytes: 256, maxDepth: 4) : XMLStreamLimits()
+        let restart = first & 0x10 != 0
+
+        let whole = StreamRun.feed(stream, limits: limits, restartOnSuccess: restart)
+        let split = StreamRun.feed(stream, chunkSizes: chunkSizes, limits: limits, restartOnSuccess: restart)
+
+        var violations: [String] = []
+        for run in [whole, split] {
+            if let violation = run.violation { violations.append(violation) }
+        }
+        if whole.events != split.events {
+            violations.append("events differ between one feed and chunks \(chunkSizes):\n  whole: \(whole.events)\n  split: \(split.events)")
+        }
+        for stanza in whole.stanzas {
+            // Depth 1 is the stanza itself.
+            if Invariants.height(stanza) > limits.maxDepth {
+                violations.append("stanza <\(stanza.name)> is \(Invariants.height(stanza)) deep, limit \(limits.maxDepth)")
+            }
+            Invariants.checkWriterRoundTrip(stanza, &violations, "stanza <\(stanza.name)>")
+        }
+        return violations
+    }
+}
