@@ -206,6 +206,7 @@ extension InboundMessage {
     }
 
     private static func classify(_ text: String) throws(InboundParseError) -> InboundMessage {
+        if let message = ackOrNack(text) { return message }
         // Lone surrogate escapes read as U+FFFD (JSONValue.parse); a number no Double holds reads as null and
         // is named in decode_error; a text Foundation refuses otherwise is handed over raw when its
         // message_id (and from) can be recovered, so that it is ACKed once instead of redelivered forever.
@@ -281,6 +282,25 @@ extension InboundMessage {
                 throw InboundParseError(field: "message_type", rule: problem.dropFirst("message_type: ".count)
                     + "; read as an upstream message, which needs \(error.description)", messageID: error.messageID)
             }
+        }
+    }
+
+    /// An ack or nack without device-group members (the common reply), read member by member through
+    /// `JSONFrontDoor.withObject`, without a dictionary of the whole payload. nil for anything else (and for
+    /// an ack or nack the general path must judge: no usable message_id, group members, a declined text),
+    /// which `classify` then reads in full; the result is the same either way.
+    private static func ackOrNack(_ text: String) -> InboundMessage? {
+        JSONFrontDoor.withObject(text) { (object: borrowing JSONFrontDoor.ObjectView) -> InboundMessage? in
+            guard let type = object.string("message_type"), type == "ack" || type == "nack",
+                  !object.contains("success"), !object.contains("failure"), !object.contains("failed_registration_ids"),
+                  let messageID = object.string("message_id"), !messageID.isEmpty else { return nil }
+            if type == "ack" {
+                return .ack(Ack(messageID: messageID, from: object.string("from"),
+                                canonicalRegistrationID: object.string("registration_id"), group: nil))
+            }
+            return .nack(Nack(messageID: messageID, from: object.string("from"),
+                              error: object.string("error").map(CCSErrorCode.init(rawValue:)) ?? .unknown,
+                              errorDescription: object.string("error_description"), group: nil))
         }
     }
 
