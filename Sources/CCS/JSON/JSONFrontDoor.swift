@@ -17,9 +17,9 @@ public enum JSONFrontDoor {
     /// Nesting (objects and arrays) beyond this is declined to Foundation, which decides (CCS payloads nest 3 deep).
     public static let maxDepth = 64
 
-    /// Set by tests only: every parse goes to Foundation alone (`JSONValue.parseWithFoundation`), the path
-    /// ccsd used before this door, so that the two can be compared on the same inputs.
-    @TaskLocal static var foundationOnly = false
+    /// Set by tests and `ccsd-bench json-parse` only: every parse goes to Foundation alone
+    /// (`JSONValue.parseWithFoundation`), the path ccsd used before this door, so that the two can be compared.
+    @TaskLocal package static var foundationOnly = false
 
     /// Parses one JSON text into a `JSONValue`.
     /// - Throws: `JSONValue.ParseError` when the text is not JSON (Foundation's reason and position).
