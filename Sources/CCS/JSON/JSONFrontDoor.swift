@@ -82,6 +82,12 @@ public enum JSONFrontDoor {
             return JSONFrontDoor.text(tokens[at + 1])
         }
 
+        /// The whole object, built as `JSONFrontDoor.parse` builds it; nil when a value in it is declined.
+        public func dictionary() -> [String: JSONValue]? {
+            var index = 0
+            return JSONFrontDoor.build(tokens, &index)?.objectValue
+        }
+
         /// True when the object has a member named `key`.
         public func contains(_ key: String) -> Bool { index(of: key) != nil }
 
