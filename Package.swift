@@ -41,7 +41,9 @@ let package = Package(
         .target(name: "Certificates", dependencies: ["TLS", "COpenSSL"]),
         .target(name: "XMLStream", dependencies: ["CLibXML2"]),
         .target(name: "XMPP", dependencies: ["TLS", "XMLStream"]),
-        .target(name: "CCS", dependencies: ["XMLStream"]),
+        // JSON parsing through Debian's simdjson (C++, On-Demand API) behind a plain C header.
+        .target(name: "CJSONFrontDoor", linkerSettings: [.linkedLibrary("simdjson")]),
+        .target(name: "CCS", dependencies: ["XMLStream", "CJSONFrontDoor"]),
         .target(name: "CCSEmulator", dependencies: ["TLS", "Certificates", "XMLStream", "CCS"]),
         .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "Store"]),
         // The durable message store (SQLite through Debian's libsqlite3) and the in-memory one.

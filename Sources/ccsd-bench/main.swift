@@ -205,6 +205,7 @@ func run(store: String, connections: Int, options: BenchOptions, binaries: URL) 
                   emulatorCPU: emulatorUsage.cpu, emulatorPeakKiB: emulatorUsage.peakKiB, violations: violations)
 }
 
+if CommandLine.arguments.dropFirst().first == "json-parse" { JSONParseBench.run(Array(CommandLine.arguments.dropFirst(2))) }
 let options = parseOptions()
 let binaries = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
 if !options.rowOnly {

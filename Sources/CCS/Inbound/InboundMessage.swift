@@ -208,13 +208,19 @@ extension InboundMessage {
     }
 
     private static func classify(_ text: String) throws(InboundParseError) -> InboundMessage {
+        var readObject: [String: JSONValue]?
+        switch read(text) {
+        case .message(let message)?: return message
+        case .object(let object)?: readObject = object
+        case nil: break
+        }
         // Lone surrogate escapes read as U+FFFD (JSONValue.parse); a number no Double holds reads as null and
         // is named in decode_error; a text Foundation refuses otherwise is handed over raw when its
         // message_id (and from) can be recovered, so that it is ACKed once instead of redelivered forever.
         let object: [String: JSONValue]
         var problems: [String] = []
         do {
-            object = try parseJSONObject(text)
+            if let readObject { object = readObject } else { object = try parseJSONObject(text) }
         } catch {
             guard let lenient = try? JSONValue.parseReplacingUnrepresentableNumbers(Data(text.utf8)),
                   !lenient.replaced.isEmpty, let recovered = lenient.value.objectValue else {
@@ -283,6 +289,30 @@ extension InboundMessage {
                 throw InboundParseError(field: "message_type", rule: problem.dropFirst("message_type: ".count)
                     + "; read as an upstream message, which needs \(error.description)", messageID: error.messageID)
             }
+        }
+    }
+
+    private enum Read {
+        case message(InboundMessage)
+        case object([String: JSONValue])
+    }
+
+    /// One parse through `JSONFrontDoor.withObject`: an ack or nack without device-group members (the common
+    /// reply) is read member by member, without a dictionary of the whole payload; any other object comes
+    /// back whole for `classify`'s general path. nil when the door declines the text (`classify` then parses
+    /// it as before); the result is the same either way.
+    private static func read(_ text: String) -> Read? {
+        JSONFrontDoor.withObject(text) { (object: borrowing JSONFrontDoor.ObjectView) -> Read? in
+            guard let type = object.string("message_type"), type == "ack" || type == "nack",
+                  !object.contains("success"), !object.contains("failure"), !object.contains("failed_registration_ids"),
+                  let messageID = object.string("message_id"), !messageID.isEmpty else { return object.dictionary().map(Read.object) }
+            if type == "ack" {
+                return .message(.ack(Ack(messageID: messageID, from: object.string("from"),
+                                         canonicalRegistrationID: object.string("registration_id"), group: nil)))
+            }
+            return .message(.nack(Nack(messageID: messageID, from: object.string("from"),
+                              error: object.string("error").map(CCSErrorCode.init(rawValue:)) ?? .unknown,
+                              errorDescription: object.string("error_description"), group: nil)))
         }
     }
 

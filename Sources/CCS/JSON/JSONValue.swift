@@ -4,7 +4,7 @@ import Foundation
 ///
 /// Integers and other numbers are kept apart so that `"time_to_live": 0` stays an explicit integer
 /// and `1` is never mistaken for `true`. Objects are dictionaries: key order carries no meaning in
-/// CCS JSON. Parsing uses Foundation's `JSONSerialization` (no parser of our own); `serialized()`
+/// CCS JSON. Parsing goes through `JSONFrontDoor` (simdjson, Foundation for what it declines); `serialized()`
 /// is a small writer, because `JSONSerialization.data(withJSONObject:)` is slow on the per-message path.
 ///
 /// Numbers are never wrapped or changed in sign: an integer that fits Int64 is `.int`; an integer outside
@@ -24,11 +24,20 @@ public enum JSONValue: Sendable, Equatable {
     case array([JSONValue])
     case object([String: JSONValue])
 
-    /// Parses one JSON text. Unpaired surrogate escapes read as U+FFFD (only when the first parse fails,
-    /// the text is repaired by `JSONSurrogateRepair` and parsed again).
+    /// Parses one JSON text through `JSONFrontDoor`. Unpaired surrogate escapes read as U+FFFD (only when
+    /// the first parse fails, the text is repaired by `JSONSurrogateRepair` and parsed again).
     /// - Throws: `JSONValue.ParseError` when the text is not JSON; its message carries Foundation's
     ///   reason and position ("Invalid value around character 6.").
     public static func parse(_ data: Data) throws(ParseError) -> JSONValue {
+        if !JSONFrontDoor.foundationOnly, let value = data.withUnsafeBytes({ JSONFrontDoor.parseWithLibrary($0) }) {
+            return value
+        }
+        return try parseWithFoundation(data)
+    }
+
+    /// Parses one JSON text with Foundation's `JSONSerialization` alone: what `JSONFrontDoor` declines, and
+    /// the reference its results are tested against.
+    static func parseWithFoundation(_ data: Data) throws(ParseError) -> JSONValue {
         let data = escapingByteOrderMarks(data) ?? data
         let object: Any
         do {
@@ -69,7 +78,11 @@ public enum JSONValue: Sendable, Equatable {
 
     /// Parses one JSON text held in a string.
     public static func parse(_ text: String) throws(ParseError) -> JSONValue {
-        try parse(Data(text.utf8))
+        var text = text
+        if !JSONFrontDoor.foundationOnly, let value = text.withUTF8({ JSONFrontDoor.parseWithLibrary(UnsafeRawBufferPointer($0)) }) {
+            return value
+        }
+        return try parseWithFoundation(Data(text.utf8))
     }
 
     /// The error when text is not JSON.

@@ -1,0 +1,214 @@
+import CJSONFrontDoor
+import Foundation
+import Synchronization
+
+/// The one door through which ccsd parses JSON: intake lines, acks, nacks, receipts, upstream and control
+/// messages, configuration (ccs-protocol.md §2–3). Backed by Debian's simdjson (its On-Demand API, behind the
+/// C interface of the `CJSONFrontDoor` target), chosen by instruction counts (docs/performance.md).
+///
+/// The results are those of Foundation's `JSONSerialization` as ccsd has always read it (`JSONValue`'s rules):
+/// simdjson reads the texts it reads the same way, and any text it does not, or might read differently,
+/// is declined and read by Foundation instead, so that errors keep Foundation's reason and byte position
+/// and the lone-surrogate repair applies. Declined: a text simdjson refuses (not JSON, not UTF-8, a lone
+/// surrogate escape, nesting deeper than `maxDepth`), a top-level scalar, a key repeated in one object
+/// (Foundation keeps one of them), and a number that is not a plain integer of at most 18 digits, which
+/// Foundation reads alone (so `1.0`, `-0`, `1E2` and `18446744073709551617` come out as they always did).
+public enum JSONFrontDoor {
+    /// Nesting (objects and arrays) beyond this is declined to Foundation, which decides (CCS payloads nest 3 deep).
+    public static let maxDepth = 64
+
+    /// Set by tests and `ccsd-bench json-parse` only: every parse goes to Foundation alone
+    /// (`JSONValue.parseWithFoundation`), the path ccsd used before this door, so that the two can be compared.
+    @TaskLocal package static var foundationOnly = false
+
+    /// Parses one JSON text into a `JSONValue`.
+    /// - Throws: `JSONValue.ParseError` when the text is not JSON (Foundation's reason and position).
+    public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONValue.ParseError) -> JSONValue {
+        if !foundationOnly, let value = parseWithLibrary(bytes) { return value }
+        return try JSONValue.parseWithFoundation(Data(bytes))
+    }
+
+    /// The value when simdjson reads the text and nothing in it is declined (a number other than a plain
+    /// integer is still read alone by Foundation); nil when the text is declined.
+    static func parseWithLibrary(_ bytes: UnsafeRawBufferPointer) -> JSONValue? {
+        withTokens(bytes) { tokens in
+            var index = 0
+            return build(tokens, &index)
+        }
+    }
+
+    /// Reads the top-level object of `text` without building it: `read` gets a view that builds only the
+    /// members it is asked for (every value is still checked as `parse` checks it). nil (and `read` is not called) when the text is declined (see the type's
+    /// notes), is not an object, or has a top-level key that is not ASCII: then `parse` gives the answer.
+    public static func withObject<Result>(_ text: String, _ read: (borrowing ObjectView) -> Result?) -> Result? {
+        guard !foundationOnly else { return nil }
+        var text = text
+        return text.withUTF8 { utf8 in
+            withTokens(UnsafeRawBufferPointer(utf8)) { tokens -> Result? in
+                guard let view = ObjectView(tokens) else { return nil }
+                return read(view)
+            }
+        }
+    }
+
+    /// The top-level members of one parsed object, built on demand. Valid only inside `withObject`.
+    public struct ObjectView: ~Copyable {
+        private let tokens: UnsafeBufferPointer<ccsd_json_token>
+        /// Token indexes of the top-level keys.
+        private let keys: [Int]
+
+        fileprivate init?(_ tokens: UnsafeBufferPointer<ccsd_json_token>) {
+            guard let first = tokens.first, first.kind == UInt8(CCSD_JSON_OBJECT.rawValue) else { return nil }
+            var keys: [Int] = []
+            var index = 1
+            while index < Int(first.end) {
+                let key = tokens[index]
+                guard JSONFrontDoor.isASCII(key) else { return nil }
+                for earlier in keys where JSONFrontDoor.sameText(tokens[earlier], key) { return nil }
+                keys.append(index)
+                index = JSONFrontDoor.next(tokens, after: index + 1)
+            }
+            // Numbers are the one token simdjson passes unchecked: a text Foundation would refuse for one is declined.
+            for token in tokens where token.kind == UInt8(CCSD_JSON_NUMBER.rawValue) {
+                guard JSONFrontDoor.number(token) != nil else { return nil }
+            }
+            self.tokens = tokens
+            self.keys = keys
+        }
+
+        /// The string member named `key` without building anything else; nil when absent or not a string.
+        public func string(_ key: String) -> String? {
+            guard let at = index(of: key), tokens[at + 1].kind == UInt8(CCSD_JSON_STRING.rawValue) else { return nil }
+            return JSONFrontDoor.text(tokens[at + 1])
+        }
+
+        /// The whole object, built as `JSONFrontDoor.parse` builds it; nil when a value in it is declined.
+        public func dictionary() -> [String: JSONValue]? {
+            var index = 0
+            return JSONFrontDoor.build(tokens, &index)?.objectValue
+        }
+
+        /// True when the object has a member named `key`.
+        public func contains(_ key: String) -> Bool { index(of: key) != nil }
+
+        private func index(of key: String) -> Int? {
+            var key = key
+            return key.withUTF8 { wanted in
+                keys.first { at in
+                    let token = tokens[at]
+                    return Int(token.length) == wanted.count
+                        && (wanted.isEmpty || memcmp(token.text, wanted.baseAddress!, wanted.count) == 0)
+                }
+            }
+        }
+    }
+
+    // MARK: Parsers
+
+    /// simdjson parsers are not thread-safe: each parse borrows one from this pool, so one parser is only
+    /// ever used by one thread at a time.
+    private static let pool = Mutex<[Parser]>([])
+
+    private struct Parser: @unchecked Sendable {
+        let pointer: OpaquePointer
+    }
+
+    /// Runs `body` over the tokens of `bytes`; nil when simdjson refuses the text (or memory runs out).
+    private static func withTokens<Result>(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeBufferPointer<ccsd_json_token>) -> Result?) -> Result? {
+        guard let parser = pool.withLock({ $0.popLast() }) ?? ccsd_json_parser_new(maxDepth).map(Parser.init) else { return nil }
+        defer {
+            let kept = pool.withLock { pool in
+                guard pool.count < 16 else { return false }
+                pool.append(parser)
+                return true
+            }
+            if !kept { ccsd_json_parser_free(parser.pointer) }
+        }
+        var tokens: UnsafePointer<ccsd_json_token>?
+        var count = 0
+        let status = ccsd_json_parse(parser.pointer, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, &tokens, &count)
+        guard status == 0, let tokens else { return nil }
+        return body(UnsafeBufferPointer(start: tokens, count: count))
+    }
+
+    // MARK: Building values
+
+    /// The value starting at `index` (advanced past it); nil to decline the text.
+    fileprivate static func build(_ tokens: UnsafeBufferPointer<ccsd_json_token>, _ index: inout Int) -> JSONValue? {
+        let token = tokens[index]
+        index += 1
+        switch UInt32(token.kind) {
+        case CCSD_JSON_OBJECT.rawValue:
+            var object: [String: JSONValue] = [:]
+            while index < Int(token.end) {
+                let key = text(tokens[index])
+                index += 1
+                guard let value = build(tokens, &index), object.updateValue(value, forKey: key) == nil else { return nil }
+            }
+            return .object(object)
+        case CCSD_JSON_ARRAY.rawValue:
+            var array: [JSONValue] = []
+            while index < Int(token.end) {
+                guard let value = build(tokens, &index) else { return nil }
+                array.append(value)
+            }
+            return .array(array)
+        case CCSD_JSON_STRING.rawValue:
+            return .string(text(token))
+        case CCSD_JSON_NUMBER.rawValue:
+            return number(token)
+        case CCSD_JSON_TRUE.rawValue:
+            return .bool(true)
+        case CCSD_JSON_FALSE.rawValue:
+            return .bool(false)
+        case CCSD_JSON_NULL.rawValue:
+            return .null
+        default:
+            return nil
+        }
+    }
+
+    /// A plain integer (`0`, `-?[1-9][0-9]{0,17}`) as `.int`; any other number text read alone by Foundation,
+    /// as the whole text would have been; nil when Foundation refuses it (the whole text is then declined).
+    fileprivate static func number(_ token: ccsd_json_token) -> JSONValue? {
+        let bytes = UnsafeRawBufferPointer(start: token.text, count: Int(token.length))
+        var index = 0
+        let negative = bytes.first == UInt8(ascii: "-")
+        if negative { index = 1 }
+        let digits = bytes.count - index
+        if digits >= 1, digits <= 18, bytes[index] != UInt8(ascii: "0") || (digits == 1 && !negative) {
+            var value: Int64 = 0
+            var plain = true
+            for byte in bytes[index...] {
+                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
+                    plain = false
+                    break
+                }
+                value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+            }
+            if plain { return .int(negative ? -value : value) }
+        }
+        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]),
+              !(object is String), !(object is NSNull) else { return nil }
+        return JSONValue(foundation: object)
+    }
+
+    /// The token's text (unescaped and UTF-8-checked by simdjson).
+    fileprivate static func text(_ token: ccsd_json_token) -> String {
+        String(decoding: UnsafeRawBufferPointer(start: token.text, count: Int(token.length)), as: UTF8.self)
+    }
+
+    fileprivate static func isASCII(_ token: ccsd_json_token) -> Bool {
+        UnsafeRawBufferPointer(start: token.text, count: Int(token.length)).allSatisfy { $0 < 0x80 }
+    }
+
+    fileprivate static func sameText(_ a: ccsd_json_token, _ b: ccsd_json_token) -> Bool {
+        a.length == b.length && (a.length == 0 || memcmp(a.text, b.text, Int(a.length)) == 0)
+    }
+
+    /// The index just past the value starting at `index`.
+    fileprivate static func next(_ tokens: UnsafeBufferPointer<ccsd_json_token>, after index: Int) -> Int {
+        let kind = UInt32(tokens[index].kind)
+        return kind == CCSD_JSON_OBJECT.rawValue || kind == CCSD_JSON_ARRAY.rawValue ? Int(tokens[index].end) : index + 1
+    }
+}

@@ -1,0 +1,48 @@
+// A plain C interface to Debian's simdjson (On-Demand API, C++), so that Swift sees only C.
+#ifndef CCSD_JSON_H
+#define CCSD_JSON_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/// What one token of a parsed JSON text is.
+enum ccsd_json_kind {
+    CCSD_JSON_OBJECT = 1,  ///< `{`: `end` is the index just past its last token; members follow as key, value.
+    CCSD_JSON_ARRAY = 2,   ///< `[`: `end` as for an object.
+    CCSD_JSON_KEY = 3,     ///< an object key, unescaped (UTF-8, `text`/`length`).
+    CCSD_JSON_STRING = 4,  ///< a string value, unescaped (UTF-8, `text`/`length`).
+    CCSD_JSON_NUMBER = 5,  ///< a number as written (`text`/`length`, no surrounding whitespace; not yet checked).
+    CCSD_JSON_TRUE = 6,
+    CCSD_JSON_FALSE = 7,
+    CCSD_JSON_NULL = 8,
+};
+
+/// One token in document order. `text` points into the parser's buffers: valid until the next parse or free.
+typedef struct ccsd_json_token {
+    const char *text;
+    uint32_t length;
+    uint32_t end;
+    uint8_t kind;
+} ccsd_json_token;
+
+typedef struct ccsd_json_parser ccsd_json_parser;
+
+/// A parser that refuses nesting deeper than `max_depth` (objects and arrays). NULL when out of memory.
+ccsd_json_parser *ccsd_json_parser_new(size_t max_depth);
+void ccsd_json_parser_free(ccsd_json_parser *parser);
+
+/// Parses one JSON text whose top-level value is an object or array, into tokens.
+/// Returns 0 and sets `tokens`/`count` on success; otherwise a nonzero simdjson error code (or -1 for a
+/// top-level scalar, -2 for trailing content), and the caller decides what the text is by other means.
+int ccsd_json_parse(ccsd_json_parser *parser, const char *bytes, size_t length,
+                    const ccsd_json_token **tokens, size_t *count);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
