@@ -193,8 +193,9 @@ final class EventsFollower: @unchecked Sendable {
 
     var seqs: [Int64] { lines.compactMap { (try? JSONValue.parse($0))?["seq"]?.intValue } }
 
+    /// SIGKILL: a test process may ignore SIGTERM (an in-process daemon's signal source), and children inherit that.
     func stop() {
-        if process.isRunning { kill(process.processIdentifier, SIGTERM) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         _ = process.exitStatus(waitingAtMost: 10)
     }
 }
