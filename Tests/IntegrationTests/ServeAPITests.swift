@@ -228,6 +228,9 @@ import Testing
         #expect(bed.waitForFinal("sa-1")?["outcome"]?["event"] == .string("acked"))
         #expect(bed.stop() == 0)
         #expect(bed.log.contains("fd 3"))
+        // The socket is systemd's: ccsd leaves its file in place (and never made its own).
+        #expect(FileManager.default.fileExists(atPath: bed.socketPath))
+        #expect(!FileManager.default.fileExists(atPath: bed.directory + "/unused.sock"))
     }
 
     @Test func unavailableWhenTheQueueIsFullOrCcsdIsStopping() throws {

@@ -52,7 +52,26 @@ import Testing
         ])
     }
 
-    /// The shape docs/api.md gives for `GET /v1/status` (no recent errors yet: none claimed).
+    /// `recent_errors` as `ccsd serve` writes them (log entries: time, level, message, fields).
+    @Test func statusShowsTheServiceLogEntries() throws {
+        let status = try JSONValue.parse(#"""
+            {"lifecycle":"running","connections":[],"recent_errors":[
+              {"time":"2026-11-30T12:00:01.000Z","level":"warning","message":"connection failed; backing off",
+               "fields":{"connection":"1","error":"connection refused"}},
+              {"time":"2026-11-30T12:00:02.000Z","level":"error","message":"nacked","fields":{}}]}
+            """#)
+        #expect(StatusCommand.render(status) == [
+            "ccsd: running",
+            "connections: 0 (0 ready)",
+            "recent errors:",
+            "  2026-11-30T12:00:01.000Z  warning  connection failed; backing off connection=1 error=connection refused",
+            "  2026-11-30T12:00:02.000Z  error  nacked",
+        ])
+        let none = try JSONValue.parse(#"{"lifecycle":"running","connections":[],"recent_errors":[]}"#)
+        #expect(StatusCommand.render(none).last == "recent errors: none")
+    }
+
+    /// The shape docs/api.md gives for `GET /v1/status` without `recent_errors` (none claimed).
     @Test func statusOfTheDocumentedShape() throws {
         let status = try JSONValue.parse(#"""
             {"lifecycle":"running","connections":[{"id":1,"endpoint":"fcm-xmpp.googleapis.com:5235","state":"ready",

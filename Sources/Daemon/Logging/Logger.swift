@@ -11,7 +11,8 @@ import Synchronization
 /// `{"time":…,"level":…,"msg":…,"fields":{…}}`. `Format.automatic(environment:)` picks `journal` when stderr
 /// is the journal (`JOURNAL_STREAM`), else `plain`.
 ///
-/// The minimum level can change while ccsd runs (`setMinimum`, a reload); any thread may log.
+/// The minimum level can change while ccsd runs (`setMinimum`, a reload); any thread may log. The last
+/// warning and error lines written are kept in `recentErrors` (bounded) for the service's status.
 /// Callers pass registration tokens through `shortenedToken` and never pass the server key.
 public final class Logger: Sendable {
     public enum Level: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
@@ -53,6 +54,8 @@ public final class Logger: Sendable {
     private let fd: Int32
     public let format: Format
     private let lock = Mutex(())
+    /// The last warning and error lines written (at most 20), oldest first.
+    public let recentErrors = RecentLogEntries(capacity: 20)
 
     public init(minimum: Level = .info, format: Format = .plain, fileDescriptor: Int32 = 2) {
         self.minimumLevel = Atomic(minimum.rawValue)
@@ -88,7 +91,12 @@ public final class Logger: Sendable {
     private func emit<Metadata: Sequence>(_ level: Level, _ message: String, _ metadata: Metadata)
     where Metadata.Element == (key: String, value: String) {
         guard level >= minimum else { return }
-        let line = Logger.line(format: format, time: Logger.timestamp(), level: level, message: message, metadata: metadata)
+        let time = Logger.timestamp()
+        let line = Logger.line(format: format, time: time, level: level, message: message, metadata: metadata)
+        if level >= .warning {
+            recentErrors.append(.init(time: time, level: level, message: message,
+                                      fields: metadata.map { .init(key: $0.key, value: $0.value) }))
+        }
         lock.withLock { _ in
             var bytes = Array(line.utf8)
             var offset = 0

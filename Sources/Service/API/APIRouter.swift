@@ -31,6 +31,7 @@ public final class APIRouter: @unchecked Sendable {
     private let loop: EventLoop
     private let options: Options
     private let metricsText: () -> String
+    private let recentErrors: RecentLogEntries?
     private let idPrefix: String
     private var nextID = 0
     /// Set at SIGTERM/SIGINT: submissions get 503 from then on.
@@ -58,7 +59,11 @@ public final class APIRouter: @unchecked Sendable {
     /// - Parameters:
     ///   - daemon: the running daemon, on `loop`.
     ///   - metricsText: the Prometheus text exposition (format 0.0.4) for `GET /metrics`; called on the loop.
-    public init(daemon: CCSDaemon, loop: EventLoop, options: Options = Options(), metricsText: @escaping () -> String) {
+    ///   - recentErrors: the log's last warning and error lines, for `recent_errors` in `GET /v1/status`
+    ///     (the member is left out when nil).
+    public init(daemon: CCSDaemon, loop: EventLoop, options: Options = Options(), metricsText: @escaping () -> String,
+                recentErrors: RecentLogEntries? = nil) {
+        self.recentErrors = recentErrors
         self.daemon = daemon
         self.loop = loop
         self.options = options
@@ -147,7 +152,18 @@ public final class APIRouter: @unchecked Sendable {
             + "\"connections_ready\":\(snapshot.readyConnections),\"outstanding\":\(snapshot.outstanding),"
             + "\"queued\":\(snapshot.queued),\"in_flight\":\(snapshot.inFlight),\"store_writable\":\(snapshot.storeWritable),"
             + "\"max_queued\":\(options.maxQueued),\"event_waiters\":\(waiters.count),"
-            + "\"counters\":{" + counters.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}}"
+            + "\"counters\":{" + counters.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
+            + (recentErrors.map { ",\"recent_errors\":" + Self.recentErrorsJSON($0.entries) } ?? "") + "}"
+    }
+
+    /// `recent_errors`: `[{"time":…,"level":…,"message":…,"fields":{…}}]`, oldest first.
+    static func recentErrorsJSON(_ entries: [RecentLogEntries.Entry]) -> String {
+        "[" + entries.map { entry in
+            "{\"time\":\(HTTPResponse.jsonString(entry.time)),\"level\":\"\(entry.level)\","
+                + "\"message\":\(HTTPResponse.jsonString(entry.message)),\"fields\":{"
+                + entry.fields.map { HTTPResponse.jsonString($0.key) + ":" + HTTPResponse.jsonString($0.value) }.joined(separator: ",")
+                + "}}"
+        }.joined(separator: ",") + "]"
     }
 
     // MARK: Messages

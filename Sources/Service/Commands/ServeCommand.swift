@@ -56,7 +56,8 @@ enum ServeCommand {
             exitCode.set(code)
         }
         let router = APIRouter(daemon: daemon, loop: loop, options: APIRouter.Options(maxQueued: options.maxQueued),
-                               metricsText: { daemon.metricsText(webhook: service.webhook) })
+                               metricsText: { daemon.metricsText(webhook: service.webhook) },
+                               recentErrors: logger.recentErrors)
         let server = HTTPServer(loop: loop, limits: HTTPServer.Limits(maxBodyBytes: options.maxBodyBytes)) { request, responder in
             router.handle(request, responder)
         }

@@ -104,13 +104,18 @@ enum StatusCommand {
             }
             var parts: [String] = []
             if let time = fields["time"] { parts.append(text(time)) }
+            if let level = fields["level"] { parts.append(text(level)) }
             if let connection = fields["connection"], connection != .null { parts.append("connection \(text(connection))") }
             if let id = fields["message_id"], id != .null { parts.append(text(id)) }
-            let known: Set = ["time", "connection", "message_id", "message", "error", "code", "description"]
+            let known: Set = ["time", "level", "connection", "message_id", "message", "error", "code", "description", "fields"]
             var message = [fields["code"], fields["error"], fields["message"], fields["description"]]
                 .compactMap { $0 }.filter { $0 != .null }.map { text($0) }.joined(separator: ": ")
             for key in fields.keys.sorted() where !known.contains(key) {
                 message += " \(key)=\(text(fields[key]))"
+            }
+            // The log line's metadata (`fields` of a log entry), as the log writes it: key=value.
+            if let metadata = fields["fields"]?.objectValue {
+                for key in metadata.keys.sorted() { message += " \(key)=\(text(metadata[key]))" }
             }
             lines.append("  " + (parts + [message]).joined(separator: "  "))
         }
