@@ -75,7 +75,7 @@ public struct RunOptions: Sendable, Equatable {
             case "--endpoint":
                 let text = try value(flag)
                 guard let endpoint = Endpoint(parsing: text) else {
-                    throw ConfigurationError(field: flag, rule: "must be HOST:PORT with a port from 1 to 65535, got \"\(text)\"")
+                    throw ConfigurationError(field: flag, rule: "must be HOST:PORT with a port from 1 to 65535, got \"\(Configuration.shown(text))\"")
                 }
                 options.endpoints.append(endpoint)
             case "--ca-file": options.caFile = try value(flag)
@@ -84,7 +84,7 @@ public struct RunOptions: Sendable, Equatable {
             case "--connections":
                 let text = try value(flag)
                 guard let n = Int(text), (1...1000).contains(n) else {
-                    throw ConfigurationError(field: flag, rule: "must be an integer from 1 to 1000, got \"\(text)\"")
+                    throw ConfigurationError(field: flag, rule: "must be an integer from 1 to 1000, got \"\(Configuration.shown(text))\"")
                 }
                 options.connections = n
             case "--input": options.input = try value(flag)
@@ -94,21 +94,21 @@ public struct RunOptions: Sendable, Equatable {
             case "--store":
                 let text = try value(flag)
                 guard let store = Configuration.StoreKind(rawValue: text) else {
-                    throw ConfigurationError(field: flag, rule: "must be one of sqlite, memory, got \"\(text)\"")
+                    throw ConfigurationError(field: flag, rule: "must be one of sqlite, memory, got \"\(Configuration.shown(text))\"")
                 }
                 options.store = store
             case "-h", "--help": options.help = true
             case "--log-level":
                 let text = try value(flag)
                 guard ["debug", "info", "warning", "error"].contains(text) else {
-                    throw ConfigurationError(field: flag, rule: "must be one of debug, info, warning, error, got \"\(text)\"")
+                    throw ConfigurationError(field: flag, rule: "must be one of debug, info, warning, error, got \"\(Configuration.shown(text))\"")
                 }
                 options.logLevel = text
             default:
                 let known = ["--config", "--endpoint", "--ca-file", "--sender-id", "--server-key-file", "--connections",
                              "--input", "--events", "--exit-when-done", "--state-dir", "--store", "--log-level"]
                 let suggestion = EditDistance.suggestion(for: flag, among: known).map { " (did you mean \($0)?)" } ?? ""
-                throw ConfigurationError(field: flag, rule: "unknown option\(suggestion)")
+                throw ConfigurationError(field: Configuration.shown(flag), rule: "unknown option\(suggestion)")
             }
             index += 1
         }

@@ -83,7 +83,8 @@ public enum CCSDCommand {
         let reader: IntakeReader
         do {
             reader = try IntakeReader(path: options.input, daemon: daemon,
-                                      fifoEnd: options.exitWhenDone ? .whenWritersLeave : .never)
+                                      fifoEnd: options.exitWhenDone ? .whenWritersLeave : .never,
+                                      maxLineBytes: configuration.maxLineBytes)
         } catch {
             FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
             store.close()

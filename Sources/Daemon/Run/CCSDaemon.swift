@@ -56,7 +56,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     /// Unreadable CCS messages (nothing to ACK them by): each logged once, redeliveries counted.
     private var unreadable = UnreadableMessageLog()
 
-    /// Messages outstanding above which intake pauses (memory bound for a fast producer).
+    /// Messages outstanding above which intake pauses by default (memory bound for a fast producer);
+    /// `max_queued` sets it.
     public static let intakeHighWater = 20_000
 
     /// - Parameters:
@@ -188,7 +189,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
         if !batch.isEmpty { actions += dispatcher.submit(batch, now: now) }
         perform(actions)
-        if dispatcher.outstanding < Self.intakeHighWater || dispatcher.stopReason != nil {
+        if dispatcher.outstanding < configuration.maxQueued || dispatcher.stopReason != nil {
             resume()
         } else {
             intakeResume = resume
@@ -477,7 +478,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 perform(lifecycle.authenticationFailed(reason: reason, now: scheduler.now))
             }
         }
-        if let resume = intakeResume, dispatcher.outstanding < Self.intakeHighWater / 2 {
+        if let resume = intakeResume, dispatcher.outstanding < max(configuration.maxQueued / 2, 1) {
             intakeResume = nil
             resume()
         }
