@@ -53,6 +53,8 @@ public final class Logger: Sendable {
     private let fd: Int32
     public let format: Format
     private let lock = Mutex(())
+    /// Secrets never written (`setSecrets`): replaced in the message and every value before formatting.
+    let secrets = Mutex<[String]>([])
 
     public init(minimum: Level = .info, format: Format = .plain, fileDescriptor: Int32 = 2) {
         self.minimumLevel = Atomic(minimum.rawValue)
@@ -88,7 +90,12 @@ public final class Logger: Sendable {
     private func emit<Metadata: Sequence>(_ level: Level, _ message: String, _ metadata: Metadata)
     where Metadata.Element == (key: String, value: String) {
         guard level >= minimum else { return }
-        let line = Logger.line(format: format, time: Logger.timestamp(), level: level, message: message, metadata: metadata)
+        let secrets = self.secrets.withLock { $0 }
+        let line = secrets.isEmpty
+            ? Logger.line(format: format, time: Logger.timestamp(), level: level, message: message, metadata: metadata)
+            : Logger.line(format: format, time: Logger.timestamp(), level: level,
+                          message: Logger.redact(message, secrets),
+                          metadata: metadata.map { (key: $0.key, value: Logger.redact($0.value, secrets)) })
         lock.withLock { _ in
             var bytes = Array(line.utf8)
             var offset = 0

@@ -34,6 +34,7 @@ extension CCSDaemon {
             return .refused(reason: error.description)
         }
         self.configuration = configuration
+        logger.addSecrets(configuration.credentials)
         logger.setMinimum(configuration.logLevel)
         lifecycle.configuration = configuration.lifecycleConfiguration(exitWhenDone: lifecycle.configuration.exitWhenDone)
         perform(dispatcher.reconfigure(configuration.dispatcherConfiguration, now: now()))

@@ -78,6 +78,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         self.store = store
         self.outlet = outlet
         self.logger = logger
+        logger.addSecrets(configuration.credentials)
         self.scheduler = scheduler
         self.post = post
         self.connectionFactory = connections
