@@ -22,7 +22,7 @@ import Testing
         let rejected = run.events("rejected")
         #expect(rejected.count == 1)
         #expect(rejected.first?["line"] == .int(2))
-        #expect(rejected.first?["error"]?.stringValue?.contains("max_line_bytes (1024 bytes)") == true)
+        #expect(rejected.first?["error"]?.stringValue?.contains("longer than 1024 bytes (max_line_bytes)") == true)
         #expect(Set(run.events("acked").compactMap { $0["message_id"]?.stringValue }) == ["at-limit", "after"])
     }
 

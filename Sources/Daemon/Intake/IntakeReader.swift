@@ -137,7 +137,7 @@ public final class IntakeReader: @unchecked Sendable {
             }
             if oversized {
                 batch.append(.invalid(line: lineNumber, messageID: nil, error: ValidationError(
-                    code: .lineTooLong, field: "", rule: "the line is longer than max_line_bytes (\(maxLineBytes) bytes)")))
+                    code: .lineTooLong, field: "", rule: "the line is longer than \(maxLineBytes) bytes (max_line_bytes)")))
                 return
             }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
