@@ -11,7 +11,7 @@ extension Logger {
     /// expected it (pasted into another setting, echoed by a peer). A key replaced by a reload stays secret
     /// (connections opened before the reload still use it). Empty secrets are ignored.
     public func addSecrets(_ credentials: XMPPCredentials) {
-        let values = [credentials.password.revealed, credentials.plainInitialResponse].filter { !$0.isEmpty }
+        let values = [credentials.password.revealed, credentials.plainInitialResponse].filter { $0.count >= 8 }
         secrets.withLock { secrets in
             for value in values where !secrets.contains(value) { secrets.append(value) }
             // The longest first, so that a key inside its PLAIN response's text is not cut first.
