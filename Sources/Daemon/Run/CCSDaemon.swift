@@ -31,6 +31,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     var dispatcher: Dispatcher
     var lifecycle: DaemonLifecycle
     var connections: [Int: any XMPPConnection] = [:]
+    /// Connections whose reading is paused because they are owed `max_pending_upstream` ACKs (CCSDaemon+Backpressure).
+    var readingPaused: Set<Int> = []
     let outlet: any EventSink
     let logger: Logger
     let wallClock: @Sendable () -> Int64
@@ -479,6 +481,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 perform(lifecycle.authenticationFailed(reason: reason, now: scheduler.now))
             }
         }
+        if !readingPaused.isEmpty { resumeReadingWhenPaid() }
         if let resume = intakeResume, dispatcher.outstanding < max(configuration.maxQueued / 2, 1) {
             intakeResume = nil
             resume()
@@ -583,6 +586,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
         guard let message else { return }
         perform(dispatcher.received(message, on: connection.connectionID, now: now()))
+        pauseReadingIfOwed(connection)
     }
 
     public func connection(_ connection: any XMPPConnection, noticed error: XMPPError) {
