@@ -26,6 +26,8 @@ public enum CCSDCommand {
     }
 
     static func run(_ arguments: [String]) -> Int32 {
+        // Before any thread starts: a SIGTERM during start-up must wait for its handler, not be dropped.
+        SignalMask.blockHandledSignals()
         signal(SIGPIPE, SIG_IGN)
         let options: RunOptions
         let configuration: Configuration
