@@ -10,7 +10,8 @@
 ///   never produces it.
 /// - DTDs, entity references other than the five predefined ones, comments and processing instructions
 ///   → "restricted-xml" (§4.9.3.18, §11.1).
-/// - A stanza over `XMLStreamLimits.maxStanzaBytes` or nested deeper than `maxDepth` → "policy-violation"
+/// - A stanza over `XMLStreamLimits.maxStanzaBytes`, nested deeper than `maxDepth`, or a start tag with
+///   more than `maxAttributes` attributes → "policy-violation"
 ///   (§4.9.3.14, §13.12).
 /// - Bytes that are not UTF-8 or not XML 1.0 `Char`s (XML 1.0 §2.2), NUL included → "not-well-formed";
 ///   a declared or detected encoding other than UTF-8 → "unsupported-encoding" (§4.9.3.22, §11.6).
@@ -29,6 +30,9 @@ public struct XMLStreamError: Error, Sendable, Equatable, CustomStringConvertibl
         case stanzaTooLarge
         /// An element is nested deeper than `XMLStreamLimits.maxDepth`. Condition "policy-violation".
         case tooDeep
+        /// A start tag carries more than `XMLStreamLimits.maxAttributes` attributes (namespace declarations
+        /// included). Condition "policy-violation".
+        case tooManyAttributes
         /// A `<!DOCTYPE …>` (internal or external subset). Condition "restricted-xml".
         case dtdForbidden
         /// An entity reference other than `&amp; &lt; &gt; &quot; &apos;` and character references,
@@ -67,7 +71,7 @@ public struct XMLStreamError: Error, Sendable, Equatable, CustomStringConvertibl
         switch kind {
         case .notWellFormed, .invalidCharacter: "not-well-formed"
         case .invalidXML: "invalid-xml"
-        case .stanzaTooLarge, .tooDeep: "policy-violation"
+        case .stanzaTooLarge, .tooDeep, .tooManyAttributes: "policy-violation"
         case .dtdForbidden, .entityForbidden, .restrictedXML: "restricted-xml"
         case .unsupportedEncoding: "unsupported-encoding"
         case .invalidNamespace: "invalid-namespace"

@@ -24,11 +24,17 @@ public struct XMLStreamLimits: Sendable, Equatable {
     /// 2 = a child of a stanza … An element at a depth greater than this throws
     /// `XMLStreamError.Kind.tooDeep` ("policy-violation"). Default 32.
     public var maxDepth: Int
+    /// The most attributes one start tag may carry, namespace declarations (`xmlns`, `xmlns:x`) included,
+    /// the stream header's too. A start tag with more throws `XMLStreamError.Kind.tooManyAttributes`
+    /// ("policy-violation") as soon as the extra attribute's `=` arrives. Default 64.
+    public var maxAttributes: Int
 
-    public init(maxStanzaBytes: Int = 1_048_576, maxDepth: Int = 32) {
+    public init(maxStanzaBytes: Int = 1_048_576, maxDepth: Int = 32, maxAttributes: Int = 64) {
         precondition(maxStanzaBytes > 0, "maxStanzaBytes must be positive, got \(maxStanzaBytes)")
         precondition(maxDepth >= 1, "maxDepth must allow stanzas (>= 1), got \(maxDepth)")
+        precondition(maxAttributes >= 8, "maxAttributes must allow a stream header (>= 8), got \(maxAttributes)")
         self.maxStanzaBytes = maxStanzaBytes
         self.maxDepth = maxDepth
+        self.maxAttributes = maxAttributes
     }
 }

@@ -67,9 +67,12 @@ public final class XMLStreamParser {
     private var utf8 = UTF8Validator()
     /// Skips whitespace and byte-order marks before each stream's first `<`.
     private var prologue = StreamPrologue()
+    /// Counts each start tag's attributes in the bytes before libxml2 parses the tag.
+    private var attributeCounter: AttributeCounter
 
     public init(limits: XMLStreamLimits = XMLStreamLimits()) {
         self.limits = limits
+        attributeCounter = AttributeCounter(maxAttributes: limits.maxAttributes)
     }
 
     deinit {
@@ -174,6 +177,9 @@ public final class XMLStreamParser {
             // libxml2 gets only the valid UTF-8 prefix; the events before a bad byte are still delivered.
             let invalidOffset = utf8.firstInvalidOffset(in: UnsafeRawBufferPointer(start: base + offset, count: count))
             if let invalidOffset { count = invalidOffset }
+            // Nor the attribute past the limit: libxml2 would buffer the whole tag before counting.
+            let excessOffset = attributeCounter.scan(UnsafeRawBufferPointer(start: base + offset, count: count))
+            if let excessOffset { count = excessOffset }
             let sliceStart = fedBytes
             var rc: Int32 = 0
             if count > 0 {
@@ -192,6 +198,9 @@ public final class XMLStreamParser {
                 fail(.notWellFormed, "libxml2 stopped with error \(rc)")
             }
             if failure == nil { checkBuffered(ctxt) }
+            if failure == nil, excessOffset != nil {
+                fail(.tooManyAttributes, "a start tag has more attributes than the limit of \(limits.maxAttributes)")
+            }
             if failure == nil, invalidOffset != nil {
                 let byte = UInt8(bitPattern: base[offset + count])
                 let hex = "0x" + String(byte, radix: 16, uppercase: true)
@@ -258,6 +267,7 @@ public final class XMLStreamParser {
         namespaceCache.removeAll()
         utf8 = UTF8Validator()
         prologue = StreamPrologue()
+        attributeCounter.reset()
     }
 
     // MARK: - Called from the SAX callbacks

@@ -147,6 +147,15 @@ public final class XMPPClient: TLSConnectionDelegate {
         end(XMPPError(.closedLocally, message: "aborted"))
     }
 
+    /// Stops (true) or resumes (false) reading from the server once logged in: inbound backpressure (TCP
+    /// then holds the server's writes). Stanzas already read are still delivered. The keepalive runs on:
+    /// a pause longer than the dead-peer timeout drops the connection, and the server redelivers what it
+    /// was not ACKed.
+    public func setReadingPaused(_ paused: Bool) {
+        loop.preconditionInEventLoop()
+        tls?.isReadingPaused = paused
+    }
+
     // MARK: TLSConnectionDelegate
 
     public func tlsConnectionDidBecomeReady(_ connection: TLSConnection) {

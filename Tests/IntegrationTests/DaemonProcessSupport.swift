@@ -142,6 +142,24 @@ extension Process {
     }
 }
 
+/// The bytes of a /proc file (at most 64 KiB), read with read(2): FoundationEssentials'
+/// `FileManager.contents(atPath:)` leaks its buffer for such files (size 0 in stat), which LeakSanitizer
+/// reports (docs/sanitizers.md).
+func readProcFile(_ path: String) -> [UInt8]? {
+    let fd = open(path, O_RDONLY | O_CLOEXEC)
+    guard fd >= 0 else { return nil }
+    defer { close(fd) }
+    var bytes: [UInt8] = []
+    var buffer = [UInt8](repeating: 0, count: 4096)
+    while bytes.count < 65536 {
+        let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
+        if count < 0, errno == EINTR { continue }
+        guard count > 0 else { break }
+        bytes += buffer[0..<count]
+    }
+    return bytes
+}
+
 /// SIGKILLs, by PID, every process whose command line names `marker` (a test's own temporary directory):
 /// the last guard that no ccsd a test started outlives it, even if `Process.isRunning` was wrong about one
 /// (seen once: two children of a passing run left behind, one holding a tmpfs mount).
@@ -149,8 +167,7 @@ func killLeftoverProcesses(matching marker: String) {
     guard !marker.isEmpty, let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return }
     let own = getpid()
     for entry in entries {
-        guard let pid = Int32(entry), pid != own,
-              let data = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { continue }
+        guard let pid = Int32(entry), pid != own, let data = readProcFile("/proc/\(entry)/cmdline") else { continue }
         let commandLine = String(decoding: data.map { $0 == 0 ? 0x20 : $0 }, as: UTF8.self)
         if commandLine.contains(marker) { kill(pid, SIGKILL) }
     }

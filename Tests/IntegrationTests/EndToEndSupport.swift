@@ -28,11 +28,12 @@ final class DaemonRun: Sendable {
     /// - Parameters:
     ///   - eventsPath: where events go (default: a file in the run's directory).
     ///   - inputPath: read input from this path instead of the pipe that `send` writes to.
-    ///   - logPath: write ccsd's log (info and up) to this file instead of errors only to stderr.
+    ///   - logPath: write ccsd's log (`logLevel` and up, in `logFormat`) to this file instead of errors only to stderr.
     ///   - store: `.sqlite` (default, in the run's own temporary state directory) or `.memory`.
     ///   - stateDirectory: the SQLite store's directory (default: `state` in the run's directory).
     init(key: String? = nil, exitWhenDone: Bool = true, eventsPath: String? = nil, inputPath: String? = nil,
-         logPath: String? = nil, store: Configuration.StoreKind = .sqlite, stateDirectory: String? = nil,
+         logPath: String? = nil, logLevel: Logger.Level = .info, logFormat: Logger.Format = .plain,
+         store: Configuration.StoreKind = .sqlite, stateDirectory: String? = nil,
          emulator adjustEmulator: (inout EmulatorConfiguration) -> Void = { _ in },
          daemon adjustDaemon: (inout Configuration) -> Void = { _ in }) throws {
         directory = NSTemporaryDirectory() + "ccsd-e2e-\(UUID().uuidString)"
@@ -62,13 +63,13 @@ final class DaemonRun: Sendable {
         inputWriter = pipe.fileHandleForWriting
         let outlet = try EventOutlet(path: self.eventsPath)
         let box = exitCode
-        let logger = logPath.map { Logger(minimum: .info, fileDescriptor: open($0, O_WRONLY | O_CREAT | O_TRUNC, 0o600)) }
+        let logger = logPath.map { Logger(minimum: logLevel, format: logFormat, fileDescriptor: open($0, O_WRONLY | O_CREAT | O_TRUNC, 0o600)) }
             ?? Logger(minimum: .error)
         daemon = CCSDaemon(configuration: configuration, store: try configuration.openStore(), outlet: outlet, logger: logger,
                            loop: loop, exitWhenDone: exitWhenDone) { code in box.value.withLock { $0 = code } }
         inputReader = pipe.fileHandleForReading
         let reader = try IntakeReader(path: inputPath ?? "/proc/self/fd/\(inputReader.fileDescriptor)", daemon: daemon,
-                                      fifoEnd: .whenWritersLeave)
+                                      fifoEnd: .whenWritersLeave, maxLineBytes: configuration.maxLineBytes)
         let daemon = daemon
         daemon.attachIntake { reader.start() }
         loop.execute { daemon.start() }

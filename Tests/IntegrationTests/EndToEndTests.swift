@@ -71,7 +71,8 @@ import CorpusFixtures
     @Test func upstreamArrivesByteExactAndIsAckedAfterHandover() async throws {
         let run = try DaemonRun(exitWhenDone: false)
         defer { run.stop(); run.cleanUp() }
-        await waitUntil("logged in", timeout: 20) { run.emulator.stats().authenticated >= 1 }
+        // Bound, not just authenticated: the emulator sends upstream only on a ready connection.
+        await waitUntil("logged in", timeout: 20) { run.emulator.connectionInfos().contains { $0.phase == "ready" } }
         let sent = try run.emulator.sendUpstream(count: 3)
         await waitUntil("upstream ACKed", timeout: 20) { run.emulator.stats().upstreamAcked == 3 }
         let upstream = run.events("upstream")

@@ -12,7 +12,7 @@ import HTTPServer
         #expect(options.apiSocket == "/tmp/x.sock")
         #expect(options.apiSocketGroup == "ccsd")
         #expect(options.apiListen?.host == "127.0.0.1" && options.apiListen?.port == 9000)
-        #expect(options.maxBodyBytes == 1000 && options.maxQueued == 5)
+        #expect(options.maxBodyBytes == 1000 && options.run.maxQueued == 5)
         #expect(options.logFormat == .json)
         #expect(options.run.senderID == "42" && options.run.connections == 3)
         #expect(try ServeOptions.parse([]).apiSocket == "/run/ccsd/api.sock")

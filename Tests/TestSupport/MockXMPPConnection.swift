@@ -26,6 +26,9 @@ public final class MockXMPPConnection: XMPPConnection, @unchecked Sendable {
     private var endQueued = false
     /// Whether `send` takes stanzas now (false before `deliverReady`, after `close`, `abort` and the end).
     public private(set) var isOpen = false
+    /// Whether the driver paused reading (`setReadingPaused`), and each change in order.
+    public private(set) var readingPaused = false
+    public private(set) var readingPauseChanges: [Bool] = []
 
     public init(connectionID: Int, endpoint: Endpoint, loop: ManualLoop, delegate: (any XMPPConnectionDelegate)?,
                 closesWhenAsked: Bool = true) {
@@ -54,6 +57,11 @@ public final class MockXMPPConnection: XMPPConnection, @unchecked Sendable {
         closeCalls += 1
         isOpen = false
         if closesWhenAsked { queueEnd(XMPPError(.closedLocally, message: "")) }
+    }
+
+    public func setReadingPaused(_ paused: Bool) {
+        readingPaused = paused
+        readingPauseChanges.append(paused)
     }
 
     public func abort() {

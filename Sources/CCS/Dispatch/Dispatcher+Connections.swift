@@ -8,8 +8,9 @@ extension Dispatcher {
     public mutating func connectionEnded(_ id: Int, _ end: ConnectionEnd, now: Double) -> [DispatcherAction] {
         guard let session = sessions.removeValue(forKey: id) else { return [] }
         var actions: [DispatcherAction] = []
+        // The reason may quote the server's text: a token in it is shortened (logs, the connection event).
         let reason: String? = switch end {
-        case .lost(let reason), .authenticationFailed(let reason), .refused(_, let reason), .replaced(let reason): reason
+        case .lost(let reason), .authenticationFailed(let reason), .refused(_, let reason), .replaced(let reason): shorteningTokens(in: reason)
         case .closedLocally: nil
         }
         record(.connection(id: id, endpoint: session.endpoint, state: .closed, reason: reason), actions: &actions)
@@ -17,7 +18,7 @@ extension Dispatcher {
             requeueForResend(messageID, now: now, actions: &actions)
         }
         if case .authenticationFailed(let reason) = end {
-            stop(reason: reason, actions: &actions)
+            stop(reason: shorteningTokens(in: reason), actions: &actions)
             return actions
         }
         if let slotIndex = slotOfConnection.removeValue(forKey: id), !isClosing {

@@ -118,6 +118,8 @@ public struct Dispatcher: Sendable {
     /// Upstream message_ids (dedupe keys, `UpstreamMessageID.key`) whose hand-over is not yet recorded, with
     /// its record id.
     var handOverPending: [String: UInt64] = [:]
+    /// ACKs waiting for their record, by connection (`acksOwed(on:)`).
+    var acksOwedByConnection: [Int: Int] = [:]
     /// Messages in `.persisting`.
     public internal(set) var persisting = 0
     /// Messages in `.finalizing`.

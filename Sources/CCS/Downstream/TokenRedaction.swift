@@ -8,3 +8,39 @@ public func shortenedToken(_ token: String) -> String {
     guard count > 12 else { return "…(\(count))" }
     return String(token.prefix(8)) + "…(\(count))"
 }
+
+/// `text` from a peer (a nack's `error_description`, a stream error's text, a close reason) with every run
+/// that may be a registration token shortened as `shortenedToken` does: a run of at least 32 of the
+/// characters tokens are made of (`A-Z a-z 0-9 - _ :`, README "Input"). The server quotes tokens back
+/// ("Invalid token on 'to' field: …"); logs and the events' free-text fields never carry one whole.
+public func shorteningTokens(in text: String) -> String {
+    func isTokenCharacter(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar {
+        case "A"..."Z", "a"..."z", "0"..."9", "-", "_", ":": true
+        default: false
+        }
+    }
+    let scalars = text.unicodeScalars
+    var result = ""
+    var run = ""
+    var changed = false
+    func flush() {
+        if run.unicodeScalars.count >= 32 {
+            result += shortenedToken(run)
+            changed = true
+        } else {
+            result += run
+        }
+        run = ""
+    }
+    for scalar in scalars {
+        if isTokenCharacter(scalar) {
+            run.unicodeScalars.append(scalar)
+        } else {
+            flush()
+            result.unicodeScalars.append(scalar)
+        }
+    }
+    flush()
+    return changed ? result : text
+}

@@ -54,7 +54,7 @@ public enum InboundMessage: Sendable, Equatable {
             self.messageID = messageID
             self.from = from
             self.error = error
-            self.errorDescription = errorDescription
+            self.errorDescription = errorDescription.map(shorteningTokens(in:))
             self.group = group
         }
 

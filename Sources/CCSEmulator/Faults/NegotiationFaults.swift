@@ -23,6 +23,9 @@ public struct NegotiationFaults: Sendable, Equatable {
     public var earlyUpstream: Int
     /// What the emulator writes around stream headers. Empty = off.
     public var streamPrologue: Set<ProloguePart>
+    /// A wrong server key gets a SASL `<failure>` whose `<text>` echoes what the client sent: the key it
+    /// gave and its whole PLAIN response (a careless server; tests that secrets never reach logs). Off by default.
+    public var saslFailureEchoesCredentials = false
 
     public init(earlyUpstream: Int = 0, streamPrologue: Set<ProloguePart> = []) {
         self.earlyUpstream = earlyUpstream

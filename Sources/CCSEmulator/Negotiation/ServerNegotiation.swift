@@ -73,6 +73,8 @@ public struct ServerNegotiation: Sendable {
     public var streamHeaderPrefix = ""
     /// Written right after `<success/>`: a fault mode (`NegotiationFaults`: a newline). Default none.
     public var afterSuccess = ""
+    /// A wrong key's SASL failure echoes the key and the PLAIN response (`NegotiationFaults`). Default off.
+    public var failureEchoesCredentials = false
 
     /// - Parameters:
     ///   - connectionTag: makes stream ids and the assigned resource unique per connection (e.g. the connection id).
@@ -170,15 +172,16 @@ public struct ServerNegotiation: Sendable {
             return saslFailure("not-authorized", reason: "authzid \(authzid) differs from the user")
         }
         guard password == serverKey else {
-            return saslFailure("not-authorized", reason: "wrong server key for \(expected)")
+            let echo = failureEchoesCredentials ? "wrong server key \(password) for \(authcid) in \(text)" : nil
+            return saslFailure("not-authorized", reason: "wrong server key for \(expected)", text: echo)
         }
         state = .awaitingStreamHeader(authenticated: true)
         return [.send(ServerStanzas.saslSuccess + afterSuccess), .resetParser, .authenticated(bareJID: expected)]
     }
 
-    private mutating func saslFailure(_ condition: String, reason: String) -> [Action] {
+    private mutating func saslFailure(_ condition: String, reason: String, text: String? = nil) -> [Action] {
         state = .closed
-        return [.send(ServerStanzas.saslFailure(condition: condition)), .authenticationFailed(reason: reason),
+        return [.send(ServerStanzas.saslFailure(condition: condition, text: text)), .authenticationFailed(reason: reason),
                 .close(streamErrorCondition: nil, text: nil)]
     }
 

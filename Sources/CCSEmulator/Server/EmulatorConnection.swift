@@ -57,6 +57,7 @@ final class EmulatorConnection: TLSConnectionDelegate {
                                              jidDomain: configuration.jidDomain, connectionTag: String(id))
         negotiation.streamHeaderPrefix = configuration.negotiationFaults.headerPrefix
         negotiation.afterSuccess = configuration.negotiationFaults.afterSuccess
+        negotiation.failureEchoesCredentials = configuration.negotiationFaults.saslFailureEchoesCredentials
     }
 
     /// Whether downstream replies and upstream traffic may still be written.

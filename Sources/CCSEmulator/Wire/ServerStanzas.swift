@@ -26,8 +26,15 @@ public enum ServerStanzas {
     public static let saslSuccess = "<success xmlns=\"\(XMLNamespace.sasl)\"/>"
 
     /// `<failure xmlns="urn:ietf:params:xml:ns:xmpp-sasl"><CONDITION/></failure>` (RFC 6120 §6.5).
-    public static func saslFailure(condition: String) -> String {
-        "<failure xmlns=\"\(XMLNamespace.sasl)\"><\(condition)/></failure>"
+    /// With `text`: `<failure …><CONDITION/><text xml:lang="en">TEXT</text></failure>` (RFC 6120 §6.4.5).
+    public static func saslFailure(condition: String, text: String? = nil) -> String {
+        var out = "<failure xmlns=\"\(XMLNamespace.sasl)\"><\(condition)/>"
+        if let text {
+            out += "<text xml:lang=\"en\">"
+            XMLWriter.appendEscapedText(text, to: &out)
+            out += "</text>"
+        }
+        return out + "</failure>"
     }
 
     /// The bind result: `<iq type="result" id="ID"><bind xmlns="…bind"><jid>JID</jid></bind></iq>`.

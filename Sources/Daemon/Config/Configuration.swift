@@ -26,6 +26,11 @@ import Foundation
 /// | `connect_timeout_seconds`, `handshake_timeout_seconds`, `login_timeout_seconds` | number > 0 | 10, 10, 20 |
 /// | `keepalive_seconds`, `dead_peer_seconds` | number > 0, dead > keepalive | 30, 90 |
 /// | `max_stanza_bytes` | integer 1024…16777216 | 1048576 |
+/// | `max_stanza_depth` | integer 2…256 | 32 (RFC 6120 depth: 1 = a stanza) |
+/// | `max_stanza_attributes` | integer 8…1024 | 64 (per start tag, namespace declarations included) |
+/// | `max_line_bytes` | integer 1024…16777216 | 65536 (longest intake line) |
+/// | `max_queued` | integer 1…10000000 | 20000 (outstanding messages above which intake pauses) |
+/// | `max_pending_upstream` | integer 1…100000 | 1000 (ACKs owed on one connection above which ccsd stops reading it) |
 /// | `shutdown_grace_seconds` | number > 0 | 10 (on SIGTERM: time to finish outstanding messages) |
 /// | `ack_timeout_seconds` | number > 0 | 60 (a connection resolving nothing that long is dropped, its messages resent) |
 /// | `drain_timeout_seconds` | number > 0 | 300 (a draining stream the server has not closed by then is closed by ccsd) |
@@ -66,6 +71,17 @@ public struct Configuration: Sendable {
     public var keepaliveSeconds = 30.0
     public var deadPeerSeconds = 90.0
     public var maxStanzaBytes = 1_048_576
+    /// The deepest element a server may send (`XMLStreamLimits.maxDepth`).
+    public var maxStanzaDepth = 32
+    /// The most attributes one start tag from the server may carry (`XMLStreamLimits.maxAttributes`).
+    public var maxStanzaAttributes = 64
+    /// The longest intake line, bytes; a longer line is rejected (`line_too_long`) without being buffered.
+    public var maxLineBytes = 65_536
+    /// Outstanding messages (accepted, not final) above which intake stops reading until they fall to half.
+    public var maxQueued = 20_000
+    /// Upstream messages and receipts awaiting their record (ACKs owed) on one connection at which ccsd stops
+    /// reading that connection, until they fall to half.
+    public var maxPendingUpstream = 1000
     /// Seconds a SIGTERM waits for outstanding messages to finish before they end as `SHUTDOWN`.
     public var shutdownGraceSeconds = 10.0
     /// Seconds a sent message may wait for its ack or nack before its connection counts as broken.
@@ -189,7 +205,8 @@ extension Configuration {
         "connections", "window", "max_attempts", "retry_initial_seconds", "retry_max_seconds",
         "rate_limit_initial_seconds", "rate_limit_max_seconds", "reconnect_initial_seconds", "reconnect_max_seconds",
         "upstream_dedupe_seconds", "connect_timeout_seconds", "handshake_timeout_seconds", "login_timeout_seconds",
-        "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes", "shutdown_grace_seconds",
+        "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes", "max_stanza_depth", "max_stanza_attributes",
+        "max_line_bytes", "max_queued", "max_pending_upstream", "shutdown_grace_seconds",
         "ack_timeout_seconds", "drain_timeout_seconds", "refused_reconnect_initial_seconds",
         "refused_reconnect_max_seconds", "healthy_connection_seconds", "close_timeout_seconds",
         "failure_close_timeout_seconds", "state_dir", "store", "store_synchronous", "final_retention_seconds",
@@ -227,7 +244,7 @@ extension Configuration {
         for key in object.keys.sorted() {
             guard Configuration.knownKeys.contains(key) else {
                 let suggestion = Configuration.closestKey(to: key).map { " (did you mean \($0)?)" } ?? ""
-                problems.append(ConfigurationError(field: key, rule: "unknown key\(suggestion)"))
+                problems.append(ConfigurationError(field: Configuration.shown(key), rule: "unknown key\(suggestion)"))
                 continue
             }
             do {
@@ -264,6 +281,11 @@ extension Configuration {
         case "keepalive_seconds": keepaliveSeconds = try Self.seconds(key, value)
         case "dead_peer_seconds": deadPeerSeconds = try Self.seconds(key, value)
         case "max_stanza_bytes": maxStanzaBytes = try Self.integer(key, value, 1024...16_777_216)
+        case "max_stanza_depth": maxStanzaDepth = try Self.integer(key, value, 2...256)
+        case "max_stanza_attributes": maxStanzaAttributes = try Self.integer(key, value, 8...1024)
+        case "max_line_bytes": maxLineBytes = try Self.integer(key, value, 1024...16_777_216)
+        case "max_queued": maxQueued = try Self.integer(key, value, 1...10_000_000)
+        case "max_pending_upstream": maxPendingUpstream = try Self.integer(key, value, 1...100_000)
         case "shutdown_grace_seconds": shutdownGraceSeconds = try Self.seconds(key, value)
         case "ack_timeout_seconds": ackTimeoutSeconds = try Self.seconds(key, value)
         case "drain_timeout_seconds": drainTimeoutSeconds = try Self.seconds(key, value)
@@ -371,7 +393,7 @@ extension Configuration {
     public static func readFile(_ path: String, field: String) throws(ConfigurationError) -> Data {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else {
-            throw ConfigurationError(field: field, rule: "cannot read \(path): \(String(cString: strerror(errno)))")
+            throw ConfigurationError(field: field, rule: "cannot read \(shown(path)): \(String(cString: strerror(errno)))")
         }
         defer { close(fd) }
         var data = Data()
@@ -380,12 +402,12 @@ extension Configuration {
             let count = buffer.withUnsafeMutableBytes { read(fd, $0.baseAddress!, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                throw ConfigurationError(field: field, rule: "cannot read \(path): \(String(cString: strerror(errno)))")
+                throw ConfigurationError(field: field, rule: "cannot read \(shown(path)): \(String(cString: strerror(errno)))")
             }
             if count == 0 { return data }
             data.append(contentsOf: buffer[0..<count])
             if data.count > 1 << 20 {
-                throw ConfigurationError(field: field, rule: "\(path) is larger than 1 MiB")
+                throw ConfigurationError(field: field, rule: "\(shown(path)) is larger than 1 MiB")
             }
         }
     }
@@ -448,9 +470,21 @@ extension Configuration {
         return endpoint
     }
 
+    /// A value for an error message: its JSON text, shortened past 60 characters; a string only when
+    /// `shown(_:)` shows it.
     static func describe(_ value: JSONValue) -> String {
+        if let string = value.stringValue, shown(string) != string { return shown(string) }
         let text = value.serialized()
         return text.count > 60 ? String(text.prefix(57)) + "..." : text
+    }
+
+    /// `text` as given, or a placeholder when it may be a credential: an error message names the setting and
+    /// the rule, but a server key or registration token pasted into the wrong setting (or flag, or path) must
+    /// not reach the terminal or the log. Shown: up to 16 characters, or anything with a `.` or `/` (a host,
+    /// an endpoint, a path, a number); server keys and tokens have neither and are longer.
+    public static func shown(_ text: String) -> String {
+        if text.count <= 16 || text.contains(".") || text.contains("/") { return text }
+        return "a value of \(text.count) characters (not shown: it may be a credential)"
     }
 
     /// The known key nearest to `key` when it is close enough to be a typo.

@@ -6,12 +6,13 @@ import CCS
 /// | settings | when a reload applies them |
 /// |---|---|
 /// | `connections` | at once: connections open, or close gracefully (no new sends; closed once their messages in flight are answered, or after `drain_timeout_seconds`, when what is left is resent) |
+/// | `max_queued`, `max_pending_upstream` | at once (intake, or reading a connection, pauses at it and resumes at half) |
 /// | `max_attempts`, the retry, rate-limit and reconnect backoffs, `healthy_connection_seconds`, `ack_timeout_seconds`, `drain_timeout_seconds` | at once, from the next decision that reads them |
-/// | the server key, `ca_file` (path or contents), `window`, `connect_timeout_seconds`, `handshake_timeout_seconds`, `login_timeout_seconds`, `keepalive_seconds`, `dead_peer_seconds`, `max_stanza_bytes` | for connections opened from now on (open ones keep theirs) |
+/// | the server key, `ca_file` (path or contents), `window`, `connect_timeout_seconds`, `handshake_timeout_seconds`, `login_timeout_seconds`, `keepalive_seconds`, `dead_peer_seconds`, `max_stanza_bytes`, `max_stanza_depth`, `max_stanza_attributes` | for connections opened from now on (open ones keep theirs) |
 /// | `shutdown_grace_seconds`, `close_timeout_seconds`, `failure_close_timeout_seconds` | for the next stop |
 /// | `log_level` | at once |
 /// | `webhook_url`, `webhook_batch_size`, `webhook_timeout_seconds`, `webhook_token_file` | at once, by the serve command's webhook outlet (the URL is not echoed) |
-/// | `sender_id`, `jid_domain`, `primary_endpoint`, `secondary_endpoint`, `state_dir`, `store`, `store_synchronous`, `final_retention_seconds`, `events_retention_seconds`, `upstream_dedupe_seconds` | never: refused, restart ccsd to change them |
+/// | `sender_id`, `jid_domain`, `primary_endpoint`, `secondary_endpoint`, `state_dir`, `store`, `store_synchronous`, `final_retention_seconds`, `events_retention_seconds`, `upstream_dedupe_seconds`, `max_line_bytes` | never: refused, restart ccsd to change them |
 ///
 /// Settings outside the daemon (the API's, the webhook's) are carried in the configuration unchanged by this
 /// plan; their owners apply them after an `applied` reload.
@@ -46,11 +47,15 @@ public struct ReloadPlan: Sendable, Equatable {
         Setting(key: "final_retention_seconds") { "\($0.finalRetentionSeconds)" },
         Setting(key: "events_retention_seconds") { "\($0.eventsRetentionSeconds)" },
         Setting(key: "upstream_dedupe_seconds") { "\($0.upstreamDedupeSeconds)" },
+        // The intake reader thread took it at start.
+        Setting(key: "max_line_bytes") { "\($0.maxLineBytes)" },
     ]
 
     /// Settings applied at once, for new connections, or for the next stop (suffix after the value).
     static let live: [(Setting, suffix: String)] = [
         (Setting(key: "connections") { "\($0.connections)" }, ""),
+        (Setting(key: "max_queued") { "\($0.maxQueued)" }, ""),
+        (Setting(key: "max_pending_upstream") { "\($0.maxPendingUpstream)" }, ""),
         (Setting(key: "max_attempts") { "\($0.maxAttempts)" }, ""),
         (Setting(key: "retry_initial_seconds") { seconds($0.retryBackoff.base) }, ""),
         (Setting(key: "retry_max_seconds") { seconds($0.retryBackoff.cap) }, ""),
@@ -71,6 +76,8 @@ public struct ReloadPlan: Sendable, Equatable {
         (Setting(key: "keepalive_seconds") { seconds($0.keepaliveSeconds) }, " (new connections)"),
         (Setting(key: "dead_peer_seconds") { seconds($0.deadPeerSeconds) }, " (new connections)"),
         (Setting(key: "max_stanza_bytes") { "\($0.maxStanzaBytes)" }, " (new connections)"),
+        (Setting(key: "max_stanza_depth") { "\($0.maxStanzaDepth)" }, " (new connections)"),
+        (Setting(key: "max_stanza_attributes") { "\($0.maxStanzaAttributes)" }, " (new connections)"),
         (Setting(key: "shutdown_grace_seconds") { seconds($0.shutdownGraceSeconds) }, " (next stop)"),
         (Setting(key: "close_timeout_seconds") { seconds($0.closeTimeoutSeconds) }, " (next stop)"),
         (Setting(key: "failure_close_timeout_seconds") { seconds($0.failureCloseTimeoutSeconds) }, " (next stop)"),

@@ -18,6 +18,8 @@ public struct RunOptions: Sendable, Equatable {
     public var store: Configuration.StoreKind?
     /// `--log-level`; nil leaves the configuration's `log_level` (default info).
     public var logLevel: String?
+    /// `--max-queued`: overrides `max_queued`.
+    public var maxQueued: Int?
     /// `-h`/`--help` was given: print the usage and exit 0.
     public var help = false
 
@@ -27,7 +29,7 @@ public struct RunOptions: Sendable, Equatable {
         usage: ccsd run [--config FILE] [--endpoint HOST:PORT]... [--ca-file FILE] [--sender-id ID]
                         [--server-key-file FILE] [--connections N] [--input FILE|-] [--events FILE|-]
                         [--exit-when-done] [--state-dir DIR] [--store sqlite|memory]
-                        [--log-level debug|info|warning|error]
+                        [--log-level debug|info|warning|error] [--max-queued N]
 
           --config FILE           JSON configuration (see config/ccsd.json); flags below override it
           --endpoint HOST:PORT    CCS endpoint; repeat for the secondary (the first is primary)
@@ -47,6 +49,8 @@ public struct RunOptions: Sendable, Equatable {
                                   memory: nothing survives a restart (tests, benchmarks)
           --log-level LEVEL       stderr log level (default: log_level, else info; debug adds one line per
                                   message)
+          --max-queued N          messages outstanding (accepted, not final) at which intake pauses
+                                  (ccsd serve: POST /v1/messages answers 503); default: max_queued, else 20000
           -h, --help              this text
 
         SIGHUP reads the configuration again and applies it without dropping a message (connections,
@@ -75,7 +79,7 @@ public struct RunOptions: Sendable, Equatable {
             case "--endpoint":
                 let text = try value(flag)
                 guard let endpoint = Endpoint(parsing: text) else {
-                    throw ConfigurationError(field: flag, rule: "must be HOST:PORT with a port from 1 to 65535, got \"\(text)\"")
+                    throw ConfigurationError(field: flag, rule: "must be HOST:PORT with a port from 1 to 65535, got \"\(Configuration.shown(text))\"")
                 }
                 options.endpoints.append(endpoint)
             case "--ca-file": options.caFile = try value(flag)
@@ -84,7 +88,7 @@ public struct RunOptions: Sendable, Equatable {
             case "--connections":
                 let text = try value(flag)
                 guard let n = Int(text), (1...1000).contains(n) else {
-                    throw ConfigurationError(field: flag, rule: "must be an integer from 1 to 1000, got \"\(text)\"")
+                    throw ConfigurationError(field: flag, rule: "must be an integer from 1 to 1000, got \"\(Configuration.shown(text))\"")
                 }
                 options.connections = n
             case "--input": options.input = try value(flag)
@@ -94,21 +98,27 @@ public struct RunOptions: Sendable, Equatable {
             case "--store":
                 let text = try value(flag)
                 guard let store = Configuration.StoreKind(rawValue: text) else {
-                    throw ConfigurationError(field: flag, rule: "must be one of sqlite, memory, got \"\(text)\"")
+                    throw ConfigurationError(field: flag, rule: "must be one of sqlite, memory, got \"\(Configuration.shown(text))\"")
                 }
                 options.store = store
             case "-h", "--help": options.help = true
+            case "--max-queued":
+                let text = try value(flag)
+                guard let count = Int(text), (1...10_000_000).contains(count) else {
+                    throw ConfigurationError(field: flag, rule: "must be an integer from 1 to 10000000, got \"\(Configuration.shown(text))\"")
+                }
+                options.maxQueued = count
             case "--log-level":
                 let text = try value(flag)
                 guard ["debug", "info", "warning", "error"].contains(text) else {
-                    throw ConfigurationError(field: flag, rule: "must be one of debug, info, warning, error, got \"\(text)\"")
+                    throw ConfigurationError(field: flag, rule: "must be one of debug, info, warning, error, got \"\(Configuration.shown(text))\"")
                 }
                 options.logLevel = text
             default:
                 let known = ["--config", "--endpoint", "--ca-file", "--sender-id", "--server-key-file", "--connections",
-                             "--input", "--events", "--exit-when-done", "--state-dir", "--store", "--log-level"]
+                             "--input", "--events", "--exit-when-done", "--state-dir", "--store", "--log-level", "--max-queued"]
                 let suggestion = EditDistance.suggestion(for: flag, among: known).map { " (did you mean \($0)?)" } ?? ""
-                throw ConfigurationError(field: flag, rule: "unknown option\(suggestion)")
+                throw ConfigurationError(field: Configuration.shown(flag), rule: "unknown option\(suggestion)")
             }
             index += 1
         }
@@ -136,6 +146,7 @@ public struct RunOptions: Sendable, Equatable {
         if let connections { configuration.connections = connections }
         if let store { configuration.store = store }
         if let logLevel, let level = Logger.Level(name: logLevel) { configuration.logLevel = level }
+        if let maxQueued { configuration.maxQueued = maxQueued }
         configuration.stateDirectory = stateDirectory ?? configuration.stateDirectory
             ?? Configuration.defaultStateDirectory(environment: environment)
         try configuration.loadServerKey(flagFile: serverKeyFile, environment: environment)

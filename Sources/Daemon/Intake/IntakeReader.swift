@@ -28,8 +28,11 @@ public final class IntakeReader: @unchecked Sendable {
     private let daemon: CCSDaemon
     private let idPrefix: String
     private var nextID = 0
-    /// Longest accepted line, bytes; longer lines are rejected without being buffered whole.
-    public static let maxLineBytes = 64 * 1024
+    /// Longest accepted line by default, bytes (`max_line_bytes`).
+    public static let defaultMaxLineBytes = 64 * 1024
+    /// Longest accepted line, bytes; longer lines are rejected (`line_too_long`, naming the limit) without
+    /// being buffered whole.
+    public let maxLineBytes: Int
 
     /// When a FIFO given as the input ends.
     public enum FIFOEnd: Sendable, Equatable {
@@ -46,10 +49,14 @@ public final class IntakeReader: @unchecked Sendable {
     /// - Parameters:
     ///   - path: a file or FIFO, or `-` for stdin.
     ///   - fifoEnd: when a FIFO input ends; ignored for other inputs.
+    ///   - maxLineBytes: the longest line accepted, bytes (`max_line_bytes`, at least 1).
     /// - Throws: `ConfigurationError` for `--input`, naming the path, when it does not exist or cannot be
     ///   opened (a FIFO: when it is not readable or, with `.never`, not writable).
-    public init(path: String, daemon: CCSDaemon, fifoEnd: FIFOEnd = .never) throws(ConfigurationError) {
+    public init(path: String, daemon: CCSDaemon, fifoEnd: FIFOEnd = .never,
+                maxLineBytes: Int = IntakeReader.defaultMaxLineBytes) throws(ConfigurationError) {
+        precondition(maxLineBytes > 0, "maxLineBytes must be positive, got \(maxLineBytes)")
         self.fifoEnd = fifoEnd
+        self.maxLineBytes = maxLineBytes
         if path == "-" {
             fd = 0
             ownsDescriptor = false
@@ -130,7 +137,7 @@ public final class IntakeReader: @unchecked Sendable {
             }
             if oversized {
                 batch.append(.invalid(line: lineNumber, messageID: nil, error: ValidationError(
-                    code: .lineTooLong, field: "", rule: "the line is longer than \(Self.maxLineBytes) bytes")))
+                    code: .lineTooLong, field: "", rule: "the line is longer than \(maxLineBytes) bytes (max_line_bytes)")))
                 return
             }
             if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
@@ -167,7 +174,7 @@ public final class IntakeReader: @unchecked Sendable {
 
         func append(_ bytes: ArraySlice<UInt8>) {
             guard !oversized else { return }
-            if line.count + bytes.count > Self.maxLineBytes {
+            if line.count + bytes.count > maxLineBytes {
                 oversized = true
                 line.removeAll()
             } else {

@@ -56,6 +56,8 @@ public final class Logger: Sendable {
     private let lock = Mutex(())
     /// The last warning and error lines written (at most 20), oldest first.
     public let recentErrors = RecentLogEntries(capacity: 20)
+    /// Secrets never written (`setSecrets`): replaced in the message and every value before formatting.
+    let secrets = Mutex<[String]>([])
 
     public init(minimum: Level = .info, format: Format = .plain, fileDescriptor: Int32 = 2) {
         self.minimumLevel = Atomic(minimum.rawValue)
@@ -92,10 +94,15 @@ public final class Logger: Sendable {
     where Metadata.Element == (key: String, value: String) {
         guard level >= minimum else { return }
         let time = Logger.timestamp()
-        let line = Logger.line(format: format, time: time, level: level, message: message, metadata: metadata)
+        let secrets = self.secrets.withLock { $0 }
+        let message = secrets.isEmpty ? message : Logger.redact(message, secrets)
+        let fields: [(key: String, value: String)] = secrets.isEmpty
+            ? metadata.map { (key: $0.key, value: $0.value) }
+            : metadata.map { (key: $0.key, value: Logger.redact($0.value, secrets)) }
+        let line = Logger.line(format: format, time: time, level: level, message: message, metadata: fields)
         if level >= .warning {
             recentErrors.append(.init(time: time, level: level, message: message,
-                                      fields: metadata.map { .init(key: $0.key, value: $0.value) }))
+                                      fields: fields.map { .init(key: $0.key, value: $0.value) }))
         }
         lock.withLock { _ in
             var bytes = Array(line.utf8)

@@ -26,6 +26,8 @@ public enum CCSDCommand {
     }
 
     static func run(_ arguments: [String]) -> Int32 {
+        // Before any thread starts: a SIGTERM during start-up must wait for its handler, not be dropped.
+        SignalMask.blockHandledSignals()
         signal(SIGPIPE, SIG_IGN)
         let options: RunOptions
         let configuration: Configuration
@@ -85,7 +87,8 @@ public enum CCSDCommand {
         let reader: IntakeReader
         do {
             reader = try IntakeReader(path: options.input, daemon: daemon,
-                                      fifoEnd: options.exitWhenDone ? .whenWritersLeave : .never)
+                                      fifoEnd: options.exitWhenDone ? .whenWritersLeave : .never,
+                                      maxLineBytes: configuration.maxLineBytes)
         } catch {
             FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
             store.close()

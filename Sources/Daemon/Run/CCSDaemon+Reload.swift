@@ -34,6 +34,7 @@ extension CCSDaemon {
             return .refused(reason: error.description)
         }
         self.configuration = configuration
+        logger.addSecrets(configuration.credentials)
         logger.setMinimum(configuration.logLevel)
         lifecycle.configuration = configuration.lifecycleConfiguration(exitWhenDone: lifecycle.configuration.exitWhenDone)
         perform(dispatcher.reconfigure(configuration.dispatcherConfiguration, now: now()))
@@ -48,13 +49,19 @@ extension CCSDaemon {
     public static func clientConfiguration(for endpoint: Endpoint, _ configuration: Configuration) -> XMPPClientConfiguration {
         let tls = TLSClientConfiguration(caFile: configuration.caFile, connectTimeout: configuration.connectTimeoutSeconds,
                                          handshakeTimeout: configuration.handshakeTimeoutSeconds)
-        let credentials = XMPPCredentials(username: configuration.senderID, password: configuration.serverKey,
-                                          jidDomain: configuration.jidDomain)
         return XMPPClientConfiguration(
-            host: endpoint.host, port: endpoint.port, credentials: credentials, tls: tls,
-            limits: XMLStreamLimits(maxStanzaBytes: configuration.maxStanzaBytes),
+            host: endpoint.host, port: endpoint.port, credentials: configuration.credentials, tls: tls,
+            limits: XMLStreamLimits(maxStanzaBytes: configuration.maxStanzaBytes, maxDepth: configuration.maxStanzaDepth,
+                                    maxAttributes: configuration.maxStanzaAttributes),
             loginTimeout: configuration.loginTimeoutSeconds, keepaliveInterval: configuration.keepaliveSeconds,
             deadPeerTimeout: configuration.deadPeerSeconds)
+    }
+}
+
+extension Configuration {
+    /// The XMPP login: sender ID, server key, JID domain (ccs-protocol.md §2).
+    public var credentials: XMPPCredentials {
+        XMPPCredentials(username: senderID, password: serverKey, jidDomain: jidDomain)
     }
 }
 

@@ -31,6 +31,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     var dispatcher: Dispatcher
     var lifecycle: DaemonLifecycle
     var connections: [Int: any XMPPConnection] = [:]
+    /// Connections whose reading is paused because they are owed `max_pending_upstream` ACKs (CCSDaemon+Backpressure).
+    var readingPaused: Set<Int> = []
     let outlet: any EventSink
     let logger: Logger
     let wallClock: @Sendable () -> Int64
@@ -60,9 +62,6 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     /// Called on the loop with the last `seq` of every commit that journaled events (wakes the webhook outlet).
     var journalObservers: [(Int64) -> Void] = []
 
-    /// Messages outstanding above which intake pauses (memory bound for a fast producer).
-    public static let intakeHighWater = 20_000
-
     /// - Parameters:
     ///   - store: opened by the caller; loaded and used from here on (closed at the end of the run).
     ///   - scheduler: the loop's time and deferred work.
@@ -81,6 +80,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         self.store = store
         self.outlet = outlet
         self.logger = logger
+        logger.addSecrets(configuration.credentials)
         self.scheduler = scheduler
         self.post = post
         self.connectionFactory = connections
@@ -192,7 +192,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
         if !batch.isEmpty { actions += dispatcher.submit(batch, now: now) }
         perform(actions)
-        if dispatcher.outstanding < Self.intakeHighWater || dispatcher.stopReason != nil {
+        if dispatcher.outstanding < configuration.maxQueued || dispatcher.stopReason != nil {
             resume()
         } else {
             intakeResume = resume
@@ -485,7 +485,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 perform(lifecycle.authenticationFailed(reason: reason, now: scheduler.now))
             }
         }
-        if let resume = intakeResume, dispatcher.outstanding < Self.intakeHighWater / 2 {
+        if !readingPaused.isEmpty { resumeReadingWhenPaid() }
+        if let resume = intakeResume, dispatcher.outstanding < max(configuration.maxQueued / 2, 1) {
             intakeResume = nil
             resume()
         }
@@ -589,6 +590,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
         guard let message else { return }
         perform(dispatcher.received(message, on: connection.connectionID, now: now()))
+        pauseReadingIfOwed(connection)
     }
 
     public func connection(_ connection: any XMPPConnection, noticed error: XMPPError) {

@@ -23,6 +23,8 @@ public protocol XMPPConnection: AnyObject {
     func close()
     /// Drops the connection at once (no closing handshake); ends with `.closedLocally`.
     func abort()
+    /// Stops (true) or resumes (false) reading from the server (see the extension's default).
+    func setReadingPaused(_ paused: Bool)
 }
 
 /// Receives an `XMPPConnection`'s events, on the daemon's loop, never inside a call the delegate made
@@ -36,6 +38,12 @@ public protocol XMPPConnectionDelegate: AnyObject {
     func connection(_ connection: any XMPPConnection, noticed error: XMPPError)
     /// The connection ended; exactly once. `error.kind == .closedLocally` after `close()` or `abort()`.
     func connection(_ connection: any XMPPConnection, didEndWith error: XMPPError)
+}
+
+extension XMPPConnection {
+    /// Stops (true) or resumes (false) reading from the server: inbound backpressure, the peer's writes then
+    /// wait in TCP. Default: nothing (a connection that cannot pause keeps reading).
+    public func setReadingPaused(_ paused: Bool) {}
 }
 
 extension XMPPConnectionDelegate {

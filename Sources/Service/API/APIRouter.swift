@@ -16,13 +16,10 @@ public final class APIRouter: @unchecked Sendable {
 
     /// Settings of the API.
     public struct Options: Sendable, Equatable {
-        /// `POST /v1/messages` answers 503 while this many messages or more are outstanding (accepted and not final).
-        public var maxQueued: Int
         /// The longest `wait` of `GET /v1/events`, seconds.
         public var maxWaitSeconds: Int
 
-        public init(maxQueued: Int = CCSDaemon.intakeHighWater, maxWaitSeconds: Int = 60) {
-            self.maxQueued = maxQueued
+        public init(maxWaitSeconds: Int = 60) {
             self.maxWaitSeconds = maxWaitSeconds
         }
     }
@@ -151,7 +148,7 @@ public final class APIRouter: @unchecked Sendable {
         return "{\"lifecycle\":\(HTTPResponse.jsonString(snapshot.lifecycle)),\"connections\":[\(connections)],"
             + "\"connections_ready\":\(snapshot.readyConnections),\"outstanding\":\(snapshot.outstanding),"
             + "\"queued\":\(snapshot.queued),\"in_flight\":\(snapshot.inFlight),\"store_writable\":\(snapshot.storeWritable),"
-            + "\"max_queued\":\(options.maxQueued),\"event_waiters\":\(waiters.count),"
+            + "\"max_queued\":\(daemon.configuration.maxQueued),\"event_waiters\":\(waiters.count),"
             + "\"counters\":{" + counters.map { "\"\($0.0)\":\($0.1)" }.joined(separator: ",") + "}"
             + (recentErrors.map { ",\"recent_errors\":" + Self.recentErrorsJSON($0.entries) } ?? "") + "}"
     }
@@ -193,7 +190,7 @@ public final class APIRouter: @unchecked Sendable {
             return
         }
         let items = bodies.map(item(for:))
-        let refusal = daemon.submitFromAPI(items, maxQueued: options.maxQueued) { results in
+        let refusal = daemon.submitFromAPI(items, maxQueued: daemon.configuration.maxQueued) { results in
             responder.respond(Self.submissionResponse(results))
         }
         if let refusal {

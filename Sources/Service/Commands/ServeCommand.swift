@@ -55,7 +55,7 @@ enum ServeCommand {
             service.webhook?.stop(then: {})
             exitCode.set(code)
         }
-        let router = APIRouter(daemon: daemon, loop: loop, options: APIRouter.Options(maxQueued: options.maxQueued),
+        let router = APIRouter(daemon: daemon, loop: loop, options: APIRouter.Options(),
                                metricsText: { daemon.metricsText(webhook: service.webhook) },
                                recentErrors: logger.recentErrors)
         let server = HTTPServer(loop: loop, limits: HTTPServer.Limits(maxBodyBytes: options.maxBodyBytes)) { request, responder in

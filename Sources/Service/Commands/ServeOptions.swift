@@ -11,7 +11,6 @@ struct ServeOptions: Equatable {
     var apiListen: (host: String, port: UInt16)?
     var apiTokenFile: String?
     var maxBodyBytes = 4 << 20
-    var maxQueued = CCSDaemon.intakeHighWater
     /// nil: `Logger.Format.automatic` (journal when stderr is journald's stream, else plain).
     var logFormat: Logger.Format?
     var help = false
@@ -19,7 +18,7 @@ struct ServeOptions: Equatable {
     static func == (lhs: ServeOptions, rhs: ServeOptions) -> Bool {
         lhs.run == rhs.run && lhs.apiSocket == rhs.apiSocket && lhs.apiSocketGroup == rhs.apiSocketGroup
             && lhs.apiListen?.host == rhs.apiListen?.host && lhs.apiListen?.port == rhs.apiListen?.port
-            && lhs.apiTokenFile == rhs.apiTokenFile && lhs.maxBodyBytes == rhs.maxBodyBytes && lhs.maxQueued == rhs.maxQueued
+            && lhs.apiTokenFile == rhs.apiTokenFile && lhs.maxBodyBytes == rhs.maxBodyBytes
             && lhs.logFormat == rhs.logFormat && lhs.help == rhs.help
     }
 
@@ -87,7 +86,6 @@ struct ServeOptions: Equatable {
                 options.apiListen = parsed
             case "--api-token-file": options.apiTokenFile = try value(flag)
             case "--api-max-body-bytes": options.maxBodyBytes = try count(flag, 1...(1 << 30))
-            case "--max-queued": options.maxQueued = try count(flag, 1...10_000_000)
             case "--log-format":
                 let text = try value(flag)
                 guard let format = Logger.Format(rawValue: text) else {

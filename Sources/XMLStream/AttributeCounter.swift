@@ -1,0 +1,92 @@
+/// Counts the attributes of each start tag in the raw bytes before libxml2 sees them, so that a start tag
+/// with too many attributes fails as soon as its attribute number `XMLStreamLimits.maxAttributes + 1`
+/// arrives, not after libxml2 has buffered and parsed the whole tag (libxml2 2.9 checks a tag's attributes
+/// for duplicates pairwise, so the cost of one huge tag grows with the square of its attribute count).
+///
+/// Counts every `=` outside quotes inside a start tag: attributes and namespace declarations alike
+/// (RFC 6120 §13.12 "Denial of Service" asks for limits on what a peer can make the parser do). End tags,
+/// CDATA sections (XML 1.0 §2.7), comments, processing instructions and declarations are skipped; the
+/// parser refuses the last three itself (RFC 6120 §11.1).
+///
+/// A state machine over bytes: feed every byte in order, in any chunking; `reset()` for a new stream.
+struct AttributeCounter {
+    private enum State {
+        case text
+        /// Just after `<`.
+        case tagOpen
+        /// Inside a start tag, outside quotes.
+        case startTag
+        case singleQuoted
+        case doubleQuoted
+        /// Just after `<!`.
+        case bang
+        /// Inside `<![CDATA[ … ]]>`: `brackets` is how many `]` came last.
+        case cdata(brackets: Int)
+        /// Inside an end tag, a processing instruction or a declaration: until `>`.
+        case otherMarkup
+    }
+
+    let maxAttributes: Int
+    private var state = State.text
+    private var count = 0
+
+    init(maxAttributes: Int) {
+        self.maxAttributes = maxAttributes
+    }
+
+    /// Scans the next bytes. Returns the offset in `bytes` of the `=` that makes a start tag's attribute
+    /// count exceed `maxAttributes`, or nil while every tag is within it.
+    mutating func scan(_ bytes: UnsafeRawBufferPointer) -> Int? {
+        for index in 0..<bytes.count {
+            let byte = bytes[index]
+            switch state {
+            case .text:
+                if byte == UInt8(ascii: "<") { state = .tagOpen }
+            case .tagOpen:
+                switch byte {
+                case UInt8(ascii: "!"): state = .bang
+                case UInt8(ascii: "?"), UInt8(ascii: "/"): state = .otherMarkup
+                case UInt8(ascii: ">"): state = .text
+                default:
+                    state = .startTag
+                    count = 0
+                }
+            case .startTag:
+                switch byte {
+                case UInt8(ascii: "'"): state = .singleQuoted
+                case UInt8(ascii: "\""): state = .doubleQuoted
+                case UInt8(ascii: ">"): state = .text
+                case UInt8(ascii: "="):
+                    count += 1
+                    if count > maxAttributes { return index }
+                default: break
+                }
+            case .singleQuoted:
+                if byte == UInt8(ascii: "'") { state = .startTag }
+            case .doubleQuoted:
+                if byte == UInt8(ascii: "\"") { state = .startTag }
+            case .bang:
+                state = byte == UInt8(ascii: "[") ? .cdata(brackets: 0) : byte == UInt8(ascii: ">") ? .text : .otherMarkup
+            case .cdata(let brackets):
+                if byte == UInt8(ascii: "]") {
+                    state = .cdata(brackets: brackets + 1)
+                } else if byte == UInt8(ascii: ">"), brackets >= 2 {
+                    state = .text
+                } else if brackets != 0 {
+                    state = .cdata(brackets: 0)
+                }
+            case .otherMarkup:
+                if byte == UInt8(ascii: ">") { state = .text }
+            }
+        }
+        return nil
+    }
+
+    /// The count of the start tag being scanned (for the error message).
+    var currentCount: Int { count }
+
+    mutating func reset() {
+        state = .text
+        count = 0
+    }
+}
