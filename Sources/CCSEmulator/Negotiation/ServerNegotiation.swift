@@ -73,6 +73,9 @@ public struct ServerNegotiation: Sendable {
     public var streamHeaderPrefix = ""
     /// Written right after `<success/>`: a fault mode (`NegotiationFaults`: a newline). Default none.
     public var afterSuccess = ""
+    /// A fault mode (`ConnectionFault.saslFailure`): answer any `<auth>` with `<failure><CONDITION/></failure>`
+    /// (RFC 6120 §6.5) and close. Default nil.
+    public var forcedSASLFailure: String?
 
     /// - Parameters:
     ///   - connectionTag: makes stream ids and the assigned resource unique per connection (e.g. the connection id).
@@ -135,6 +138,9 @@ public struct ServerNegotiation: Sendable {
     private mutating func authReceived(_ stanza: XMLElement) -> [Action] {
         guard stanza.is("auth", XMLNamespace.sasl) else {
             return close("not-authorized", "authenticate first")
+        }
+        if let condition = forcedSASLFailure {
+            return saslFailure(condition, reason: "fault sasl-failure:\(condition)")
         }
         let mechanism = stanza.attribute("mechanism") ?? ""
         guard mechanism == "PLAIN" else {

@@ -59,11 +59,15 @@ public final class CCSEmulator: @unchecked Sendable {
     private var started = false
     private var stopped = false
     private var servers: [TLSServer] = []
-    private var connections: [Int: EmulatorConnection] = [:]
+    var connections: [Int: EmulatorConnection] = [:]
     private var nextConnectionID = 1
     var counters = EmulatorStats()
     /// Fault mode poison upstream (Faults/PoisonUpstream.swift): sent already.
     var poisonUpstreamSent = false
+    /// Connection faults armed for the next connections, in order (Faults/ConnectionFault.swift).
+    var armedFaults: [(fault: ConnectionFault, remaining: Int)] = []
+    /// The `cut-stanza` fault's message_id counter.
+    var cutSequence = 0
     private var policy: DownstreamPolicy
     /// Per downstream message_id: attempts decided (drain nacks excluded), the target, and whether acked.
     var seen: [String: Seen] = [:]
@@ -345,6 +349,7 @@ public final class CCSEmulator: @unchecked Sendable {
             connection.closeStream(condition: "connection-timeout", text: "no login in time")
         }
         log("accepted \(tls.remoteDescription)", connection: id)
+        assignArmedFault(to: connection)
     }
 
     func authenticated(_ connection: EmulatorConnection) {
@@ -371,6 +376,7 @@ public final class CCSEmulator: @unchecked Sendable {
             }
         }
         writeEarlyTraffic(on: connection, acked: acksLog)  // a fault mode, off by default (NegotiationFaults)
+        fireLoginFault(on: connection)  // an armed connection fault, if any (ConnectionFault)
     }
 
     func xmlError(on connection: EmulatorConnection, _ error: XMLStreamError) {
@@ -498,7 +504,7 @@ public final class CCSEmulator: @unchecked Sendable {
     /// Writes the ack/nack of one message, and its receipt, unless its connection closed meanwhile.
     private func answer(_ reply: ScheduledReply) {
         let connection = reply.connection
-        guard connection.isOpenForTraffic else { return }  // never acked there (§5)
+        guard connection.isOpenForTraffic, !connection.isHalfOpen else { return }  // never acked there (§5)
         connection.unacked -= 1
         connection.write(ServerStanzas.message(json: reply.outcome.json))
         switch reply.outcome {
@@ -581,7 +587,7 @@ public final class CCSEmulator: @unchecked Sendable {
         return .success(connection)
     }
 
-    private func liveConnection(_ id: Int?) -> Result<EmulatorConnection, EmulatorError> {
+    func liveConnection(_ id: Int?) -> Result<EmulatorConnection, EmulatorError> {
         if let id {
             guard let connection = connections[id], connection.phase != .closing else {
                 return .failure(EmulatorError(.noSuchConnection, "no live connection \(id)"))
@@ -599,7 +605,7 @@ public final class CCSEmulator: @unchecked Sendable {
     }
 
     /// Runs `body` on the loop: inline when already there, else hops and waits.
-    private func onLoop<T>(_ body: () -> T) -> T {
+    func onLoop<T>(_ body: () -> T) -> T {
         loop.inEventLoop ? body() : loop.submitAndWait(body)
     }
 }

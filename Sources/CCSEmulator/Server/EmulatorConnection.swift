@@ -47,6 +47,10 @@ final class EmulatorConnection: TLSConnectionDelegate {
     var pendingReceipts: Set<String> = []
     var loginTimer: TimerHandle?
     var drainTimer: TimerHandle?
+    /// An armed `ConnectionFault` that fires right after the bind result.
+    var loginFault: ConnectionFault?
+    /// The `half-open` fault: nothing is written, everything read is ignored.
+    var isHalfOpen = false
 
     init(id: Int, tls: TLSConnection, configuration: EmulatorConfiguration, emulator: CCSEmulator) {
         self.id = id
@@ -66,7 +70,7 @@ final class EmulatorConnection: TLSConnectionDelegate {
 
     /// Writes `text`; a client that stopped reading (write buffer full) is dropped.
     func write(_ text: String) {
-        guard phase != .closing, phase != .closed else { return }
+        guard phase != .closing, phase != .closed, !isHalfOpen else { return }
         do {
             try tls.write(text)
         } catch {
@@ -125,7 +129,7 @@ final class EmulatorConnection: TLSConnectionDelegate {
     func tlsConnectionDidBecomeReady(_ connection: TLSConnection) {}
 
     func tlsConnection(_ connection: TLSConnection, didReceive bytes: UnsafeRawBufferPointer) {
-        guard phase != .closing, phase != .closed else { return }
+        guard phase != .closing, phase != .closed, !isHalfOpen else { return }
         do {
             try parser.feed(bytes) { event in
                 guard phase != .closing, phase != .closed else { return }

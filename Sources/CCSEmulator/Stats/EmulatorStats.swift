@@ -50,6 +50,8 @@ public struct EmulatorStats: Sendable, Equatable {
     public var streamsEndedAfterLogin = 0
     /// Client ACKs answered with an error by `EmulatorConfiguration.ackRejection` (not taken).
     public var acksRejected = 0
+    /// Connection faults fired (`ConnectionFault`: injected, or armed and reached).
+    public var faultsInjected = 0
 
     public init() {}
 
@@ -71,7 +73,7 @@ public struct EmulatorStats: Sendable, Equatable {
             ("resends", resends), ("unknown_stanzas", unknownStanzas), ("xml_errors", xmlErrors),
             ("pings_sent", pingsSent), ("pongs_received", pongsReceived), ("drained_connections", drainedConnections),
             ("max_attempts_per_message_id", maxAttemptsPerMessageID), ("streams_ended_after_login", streamsEndedAfterLogin),
-            ("acks_rejected", acksRejected),
+            ("acks_rejected", acksRejected), ("faults_injected", faultsInjected),
         ]
         var out = OrderedJSON()
         for (key, value) in fields { out.add(key, .int(Int64(value))) }
