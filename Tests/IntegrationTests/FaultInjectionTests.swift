@@ -13,7 +13,7 @@ import Testing
     static let backoff = Backoff(base: 0.1, cap: 0.4)
 
     /// Two connections, acks after 300 ms (so messages are in flight when the fault hits), a peer silent for
-    /// 1.5 s found dead, refusals backed off 0.3 s … 0.6 s.
+    /// 1.5 s found dead, a login unanswered for 2 s given up, refusals backed off 0.3 s … 0.6 s.
     static func makeRun(connections: Int = 2, exitWhenDone: Bool = true,
                         emulator adjust: (inout EmulatorConfiguration) -> Void = { _ in }) throws -> DaemonRun {
         try DaemonRun(exitWhenDone: exitWhenDone, emulator: {
@@ -23,6 +23,7 @@ import Testing
             $0.connections = connections
             $0.keepaliveSeconds = 0.5
             $0.deadPeerSeconds = 1.5
+            $0.loginTimeoutSeconds = 2  // a login the server stops answering (half-open at login) ends in 2 s
             $0.reconnectBackoff = Self.backoff
             $0.refusedReconnectBackoff = Backoff(base: 0.3, cap: 0.6)
             $0.ackTimeoutSeconds = 3
@@ -142,8 +143,8 @@ extension FaultInjectionTests {
 }
 
 extension FaultInjectionTests {
-    /// A server that drops every login, in each form, one after the other.
-    @Suite(.serialized) struct AfterLogin {
+    /// A server that drops every login, in each form (in parallel).
+    @Suite struct AfterLogin {
         // MARK: Faults armed for the next connections
 
         /// A server that drops the stream right after every login, armed at run time for the next 1000 logins:
