@@ -34,7 +34,7 @@ public final class CCSEmulator: @unchecked Sendable {
         public var id: Int
         /// The client's address, "127.0.0.1:54321".
         public var remote: String
-        /// "negotiating", "ready", "draining" or "closing".
+        /// "negotiating", "ready", "draining", "closing", or "half-open" (the `half-open` fault).
         public var phase: String
         /// The bound full JID, once bound.
         public var jid: String?
@@ -213,7 +213,7 @@ public final class CCSEmulator: @unchecked Sendable {
         onLoop {
             connections.keys.sorted().map { id in
                 let c = connections[id]!
-                return ConnectionInfo(id: id, remote: c.tls.remoteDescription, phase: c.phase.name, jid: c.jid,
+                return ConnectionInfo(id: id, remote: c.tls.remoteDescription, phase: c.isHalfOpen ? "half-open" : c.phase.name, jid: c.jid,
                                       unacked: c.unacked, pendingUpstream: c.pendingUpstream.count + c.pendingReceipts.count)
             }
         }
