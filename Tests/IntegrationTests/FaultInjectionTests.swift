@@ -48,6 +48,24 @@ import Testing
         return ids
     }
 
+    /// The connection to fault: a ready one with messages in flight, or, when the polls missed them (as they
+    /// may on a loaded machine), any ready one once `batch` downstream messages were answered.
+    static func faultTarget(_ run: DaemonRun, answeredAtLeast batch: Int) async -> Int {
+        var target = 0
+        await waitUntil("a ready connection to fault", timeout: 20) {
+            let ready = run.emulator.connectionInfos().filter { $0.phase == "ready" }
+            if let busy = ready.first(where: { $0.unacked > 0 }) {
+                target = busy.id
+                return true
+            }
+            let stats = run.emulator.stats()
+            guard stats.acked + stats.nackedTotal >= batch, let any = ready.first else { return false }
+            target = any.id
+            return true
+        }
+        return target
+    }
+
     /// The whole rule, once ccsd has exited (after `endInput`).
     static func expectWholeRule(_ run: DaemonRun, downstream: Int, upstream: [String], started: Date,
                                 slots: Int = 2, sourceLocation: SourceLocation = #_sourceLocation) async {
@@ -87,12 +105,7 @@ extension FaultInjectionTests {
             let run = try FaultInjectionTests.makeRun()
             defer { run.stop(); run.cleanUp() }
             run.send(DaemonRun.messages(200, prefix: "a"))
-            var target = 0
-            await waitUntil("messages in flight") {
-                guard let busy = run.emulator.connectionInfos().first(where: { $0.phase == "ready" && $0.unacked > 0 }) else { return false }
-                target = busy.id
-                return true
-            }
+            let target = await FaultInjectionTests.faultTarget(run, answeredAtLeast: 200)
             var upstream = try run.emulator.sendUpstream(count: 10, connection: target).messageIDs
             try run.emulator.injectFault(fault, connection: target)
             switch fault {
@@ -125,12 +138,7 @@ extension FaultInjectionTests {
             var upstream: [String] = []
             for (index, condition) in conditions.enumerated() {
                 run.send(DaemonRun.messages(100, prefix: "se\(index)"))
-                var target = 0
-                await waitUntil("messages in flight before \(condition)") {
-                    guard let busy = run.emulator.connectionInfos().first(where: { $0.phase == "ready" && $0.unacked > 0 }) else { return false }
-                    target = busy.id
-                    return true
-                }
+                let target = await FaultInjectionTests.faultTarget(run, answeredAtLeast: 100 * (index + 1))
                 upstream += (try? run.emulator.sendUpstream(count: 5, connection: target).messageIDs) ?? []
                 try run.emulator.injectFault(.streamError(condition: condition), connection: target)
             }
