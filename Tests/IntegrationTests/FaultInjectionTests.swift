@@ -247,6 +247,26 @@ extension FaultInjectionTests {
             #expect(stats.upstreamAcked + stats.upstreamRedelivered >= upstream.count)
         }
 
+        /// `split-records` armed for the next connection applies from the accept: the TLS handshake goes one
+        /// record per send, and the whole login and traffic one byte per record.
+        @Test func splitRecordsFromTheAcceptCarriesTheLoginAndTraffic() async throws {
+            let started = Date()
+            let run = try FaultInjectionTests.makeRun(connections: 1)
+            defer { run.stop(); run.cleanUp() }
+            await waitUntil("logged in") { run.emulator.connectionInfos().contains { $0.phase == "ready" } }
+            run.emulator.armFault(.splitRecords, connections: 1)
+            try run.emulator.injectFault(.close)
+            await waitUntil("logged in on the split connection") {
+                run.emulator.connectionInfos().contains { $0.phase == "ready" && $0.id == 2 }
+            }
+            run.send(DaemonRun.messages(20, prefix: "s"))
+            let upstream = await FaultInjectionTests.upstream(run, 5)
+            run.endInput()
+            await FaultInjectionTests.expectWholeRule(run, downstream: 20, upstream: upstream, started: started, slots: 1)
+            #expect(run.emulator.stats().faultsInjected == 2)
+            #expect(run.emulator.stats().connectionsAccepted == 2)
+        }
+
         // MARK: Control channel
 
         @Test func faultCommandsAnswerAndRefuse() throws {
