@@ -199,8 +199,10 @@ extension CCSEmulator {
         case .slowRead(let seconds):
             guard connection.tls.isReady else { return }
             connection.tls.isReadingPaused = true
+            connection.slowReadGeneration += 1
+            let generation = connection.slowReadGeneration
             _ = loop.schedule(after: seconds) { [weak self, weak connection] in
-                guard let self, let connection else { return }
+                guard let self, let connection, connection.slowReadGeneration == generation else { return }
                 self.resumeReading(connection)
             }
         case .streamError(let condition):

@@ -51,6 +51,8 @@ final class EmulatorConnection: TLSConnectionDelegate {
     var loginFault: ConnectionFault?
     /// The `half-open` fault: nothing is written, everything read is ignored.
     var isHalfOpen = false
+    /// The `slow-read` fault's latest pause: only its timer resumes reading.
+    var slowReadGeneration = 0
 
     init(id: Int, tls: TLSConnection, configuration: EmulatorConfiguration, emulator: CCSEmulator) {
         self.id = id
