@@ -1,4 +1,5 @@
 import CCS
+import Dispatch
 import XMLStream
 
 /// A transport or stream fault the emulator injects on one connection: at once on a live connection
@@ -172,11 +173,44 @@ extension CCSEmulator {
         fire(fault, on: connection)
     }
 
+    // MARK: Acks a fault may lose
+
+    /// How far back a fault that drops data (`close`, `rst`, `corrupt-record`) takes the connection's acks
+    /// with it: 0.5 s. An ack written that recently may still sit in the emulator's or the kernel's buffers, or in
+    /// the corrupted record, so the client may never see it; its message is then no longer counted as acked,
+    /// and a resend of it counts as a resend, not as a duplicate after an ack.
+    static let ackLossWindowNanoseconds: UInt64 = 500_000_000
+
+    /// An ack was written on `connection` (from `answer`).
+    func noteAck(_ messageID: String, on connection: EmulatorConnection) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        connection.recentAcks.append((messageID, now))
+        while let oldest = connection.recentAcks.first, now - oldest.at > Self.ackLossWindowNanoseconds {
+            _ = connection.recentAcks.popFirst()
+        }
+    }
+
+    /// A data-dropping fault hit `connection`: its recent acks may never arrive.
+    private func forgetRecentAcks(on connection: EmulatorConnection) {
+        let now = DispatchTime.now().uptimeNanoseconds
+        while let ack = connection.recentAcks.popFirst() {
+            guard now - ack.at <= Self.ackLossWindowNanoseconds, seen[ack.messageID]?.acked == true else { continue }
+            seen[ack.messageID]?.acked = false
+            counters.acksLostToFaults += 1
+        }
+    }
+
     // MARK: Faults
 
     private func fire(_ fault: ConnectionFault, on connection: EmulatorConnection) {
         counters.faultsInjected += 1
         log("injecting fault \(fault)", connection: connection.id)
+        switch fault {
+        case .close, .rst, .corruptRecord:
+            forgetRecentAcks(on: connection)
+        default:
+            break
+        }
         switch fault {
         case .close:
             connection.abort()

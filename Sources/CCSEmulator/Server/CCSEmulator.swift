@@ -437,7 +437,12 @@ public final class CCSEmulator: @unchecked Sendable {
         let id = message.messageID
         var entry = seen[id] ?? Seen(attempts: 0, target: message.target, acked: false)
         if seen[id] != nil {
-            if entry.acked { counters.duplicateMessageIDs += 1 } else { counters.resends += 1 }
+            if entry.acked {
+                counters.duplicateMessageIDs += 1
+                log("downstream \(id) received again after its ack", connection: connection.id)
+            } else {
+                counters.resends += 1
+            }
         }
         entry.target = message.target ?? entry.target
         if connection.unacked >= configuration.flowControlWindow {
@@ -513,6 +518,7 @@ public final class CCSEmulator: @unchecked Sendable {
         case .ack:
             counters.acked += 1
             seen[reply.messageID]?.acked = true
+            noteAck(reply.messageID, on: connection)  // Faults/ConnectionFault.swift
             if reply.receiptRequested, configuration.receipts {
                 sendReceipt(originalMessageID: reply.messageID, target: seen[reply.messageID]?.target ?? "", on: connection)
             }

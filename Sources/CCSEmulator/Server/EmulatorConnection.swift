@@ -1,3 +1,4 @@
+import CCS
 import TLS
 import XMLStream
 
@@ -53,6 +54,8 @@ final class EmulatorConnection: TLSConnectionDelegate {
     var isHalfOpen = false
     /// The `slow-read` fault's latest pause: only its timer resumes reading.
     var slowReadGeneration = 0
+    /// Acks written here in the last `ConnectionFault.ackLossWindowNanoseconds`: message_id and uptime (ns).
+    var recentAcks = FIFO<(messageID: String, at: UInt64)>()
 
     init(id: Int, tls: TLSConnection, configuration: EmulatorConfiguration, emulator: CCSEmulator) {
         self.id = id
