@@ -41,7 +41,11 @@ let usage = """
       --stream-prologue LIST    comma-separated: newline (after <success/>), bom (UTF-8 byte-order mark before
                                 each stream header), declaration (XML declaration before each stream header)
     control commands (one per line, JSON answer per line): drain [conn], upstream N [conn], receipt ID [conn],
-      ping [conn], stream-error CONDITION [conn], disconnect [conn], stats, connections
+      ping [conn], stream-error CONDITION [conn], disconnect [conn], stats, connections,
+      fault MODE [conn | next N] (now, or on each of the next N connections: at accept for split-records,
+      at the auth for sasl-failure, right after login for the others), fault clear (disarm; end slow reads);
+      MODE is close, rst, half-open, cut-stanza, corrupt-record, split-records, slow-read[:SECONDS],
+      stream-error:CONDITION or sasl-failure:CONDITION
     """
 
 func log(_ message: String) {

@@ -5,7 +5,9 @@ extension CCSEmulator {
     ///
     /// Commands (`[connection]` is an emulator connection id; default: the oldest ready/live one):
     /// `drain [connection]`, `upstream N [connection]`, `receipt ID [connection]`, `ping [connection]`,
-    /// `stream-error CONDITION [connection]`, `disconnect [connection]`, `stats`, `connections`.
+    /// `stream-error CONDITION [connection]`, `disconnect [connection]`, `stats`, `connections`,
+    /// `fault MODE [connection | next N]` (a `ConnectionFault` now, or armed for the next N connections),
+    /// `fault clear` (disarm, end slow reads).
     /// Answers `{"ok":true,"connection":ID,…}` (upstream adds `"message_ids":[…]`; stats answers
     /// `{"ok":true,"stats":{…}}`) or `{"ok":false,"error":"…"}`.
     public func handle(commandLine line: String) -> String {
@@ -48,6 +50,8 @@ extension CCSEmulator {
                     throw EmulatorError(.invalidCommand, "usage: stream-error CONDITION [connection]")
                 }
                 return ok(try sendStreamError(condition: condition, connection: try connectionArgument(at: 1).get()))
+            case "fault":
+                return try faultCommand(arguments)
             case "disconnect":
                 return ok(try disconnect(connection: try connectionArgument(at: 0).get()))
             case "stats":
@@ -66,7 +70,7 @@ extension CCSEmulator {
                 }))
                 return out.text
             default:
-                throw EmulatorError(.invalidCommand, "unknown command \(command) (drain, upstream, receipt, ping, stream-error, disconnect, stats, connections)")
+                throw EmulatorError(.invalidCommand, "unknown command \(command) (drain, upstream, receipt, ping, stream-error, disconnect, fault, stats, connections)")
             }
         } catch {
             return Self.failure(error.message)

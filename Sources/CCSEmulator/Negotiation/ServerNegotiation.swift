@@ -75,6 +75,9 @@ public struct ServerNegotiation: Sendable {
     public var afterSuccess = ""
     /// A wrong key's SASL failure echoes the key and the PLAIN response (`NegotiationFaults`). Default off.
     public var failureEchoesCredentials = false
+    /// A fault mode (`ConnectionFault.saslFailure`): answer any `<auth>` with `<failure><CONDITION/></failure>`
+    /// (RFC 6120 §6.5) and close. Default nil.
+    public var forcedSASLFailure: String?
 
     /// - Parameters:
     ///   - connectionTag: makes stream ids and the assigned resource unique per connection (e.g. the connection id).
@@ -137,6 +140,9 @@ public struct ServerNegotiation: Sendable {
     private mutating func authReceived(_ stanza: XMLElement) -> [Action] {
         guard stanza.is("auth", XMLNamespace.sasl) else {
             return close("not-authorized", "authenticate first")
+        }
+        if let condition = forcedSASLFailure {
+            return saslFailure(condition, reason: "fault sasl-failure:\(condition)")
         }
         let mechanism = stanza.attribute("mechanism") ?? ""
         guard mechanism == "PLAIN" else {

@@ -34,7 +34,7 @@ public final class CCSEmulator: @unchecked Sendable {
         public var id: Int
         /// The client's address, "127.0.0.1:54321".
         public var remote: String
-        /// "negotiating", "ready", "draining" or "closing".
+        /// "negotiating", "ready", "draining", "closing", or "half-open" (the `half-open` fault).
         public var phase: String
         /// The bound full JID, once bound.
         public var jid: String?
@@ -59,11 +59,15 @@ public final class CCSEmulator: @unchecked Sendable {
     private var started = false
     private var stopped = false
     private var servers: [TLSServer] = []
-    private var connections: [Int: EmulatorConnection] = [:]
+    var connections: [Int: EmulatorConnection] = [:]
     private var nextConnectionID = 1
     var counters = EmulatorStats()
     /// Fault mode poison upstream (Faults/PoisonUpstream.swift): sent already.
     var poisonUpstreamSent = false
+    /// Connection faults armed for the next connections, in order (Faults/ConnectionFault.swift).
+    var armedFaults: [(fault: ConnectionFault, remaining: Int)] = []
+    /// The `cut-stanza` fault's message_id counter.
+    var cutSequence = 0
     private var policy: DownstreamPolicy
     /// Per downstream message_id: attempts decided (drain nacks excluded), the target, and whether acked.
     var seen: [String: Seen] = [:]
@@ -209,7 +213,7 @@ public final class CCSEmulator: @unchecked Sendable {
         onLoop {
             connections.keys.sorted().map { id in
                 let c = connections[id]!
-                return ConnectionInfo(id: id, remote: c.tls.remoteDescription, phase: c.phase.name, jid: c.jid,
+                return ConnectionInfo(id: id, remote: c.tls.remoteDescription, phase: c.isHalfOpen ? "half-open" : c.phase.name, jid: c.jid,
                                       unacked: c.unacked, pendingUpstream: c.pendingUpstream.count + c.pendingReceipts.count)
             }
         }
@@ -345,6 +349,7 @@ public final class CCSEmulator: @unchecked Sendable {
             connection.closeStream(condition: "connection-timeout", text: "no login in time")
         }
         log("accepted \(tls.remoteDescription)", connection: id)
+        assignArmedFault(to: connection)
     }
 
     func authenticated(_ connection: EmulatorConnection) {
@@ -371,6 +376,7 @@ public final class CCSEmulator: @unchecked Sendable {
             }
         }
         writeEarlyTraffic(on: connection, acked: acksLog)  // a fault mode, off by default (NegotiationFaults)
+        fireLoginFault(on: connection)  // an armed connection fault, if any (ConnectionFault)
     }
 
     func xmlError(on connection: EmulatorConnection, _ error: XMLStreamError) {
@@ -431,7 +437,12 @@ public final class CCSEmulator: @unchecked Sendable {
         let id = message.messageID
         var entry = seen[id] ?? Seen(attempts: 0, target: message.target, acked: false)
         if seen[id] != nil {
-            if entry.acked { counters.duplicateMessageIDs += 1 } else { counters.resends += 1 }
+            if entry.acked {
+                counters.duplicateMessageIDs += 1
+                log("downstream \(id) received again after its ack", connection: connection.id)
+            } else {
+                counters.resends += 1
+            }
         }
         entry.target = message.target ?? entry.target
         if connection.unacked >= configuration.flowControlWindow {
@@ -498,7 +509,7 @@ public final class CCSEmulator: @unchecked Sendable {
     /// Writes the ack/nack of one message, and its receipt, unless its connection closed meanwhile.
     private func answer(_ reply: ScheduledReply) {
         let connection = reply.connection
-        guard connection.isOpenForTraffic else { return }  // never acked there (§5)
+        guard connection.isOpenForTraffic, !connection.isHalfOpen else { return }  // never acked there (§5)
         connection.unacked -= 1
         connection.write(ServerStanzas.message(json: reply.outcome.json))
         switch reply.outcome {
@@ -507,6 +518,7 @@ public final class CCSEmulator: @unchecked Sendable {
         case .ack:
             counters.acked += 1
             seen[reply.messageID]?.acked = true
+            noteAck(reply.messageID, on: connection)  // Faults/ConnectionFault.swift
             if reply.receiptRequested, configuration.receipts {
                 sendReceipt(originalMessageID: reply.messageID, target: seen[reply.messageID]?.target ?? "", on: connection)
             }
@@ -581,7 +593,7 @@ public final class CCSEmulator: @unchecked Sendable {
         return .success(connection)
     }
 
-    private func liveConnection(_ id: Int?) -> Result<EmulatorConnection, EmulatorError> {
+    func liveConnection(_ id: Int?) -> Result<EmulatorConnection, EmulatorError> {
         if let id {
             guard let connection = connections[id], connection.phase != .closing else {
                 return .failure(EmulatorError(.noSuchConnection, "no live connection \(id)"))
@@ -599,7 +611,7 @@ public final class CCSEmulator: @unchecked Sendable {
     }
 
     /// Runs `body` on the loop: inline when already there, else hops and waits.
-    private func onLoop<T>(_ body: () -> T) -> T {
+    func onLoop<T>(_ body: () -> T) -> T {
         loop.inEventLoop ? body() : loop.submitAndWait(body)
     }
 }

@@ -1,3 +1,4 @@
+import CCS
 import TLS
 import XMLStream
 
@@ -47,6 +48,14 @@ final class EmulatorConnection: TLSConnectionDelegate {
     var pendingReceipts: Set<String> = []
     var loginTimer: TimerHandle?
     var drainTimer: TimerHandle?
+    /// An armed `ConnectionFault` that fires right after the bind result.
+    var loginFault: ConnectionFault?
+    /// The `half-open` fault: nothing is written, everything read is ignored.
+    var isHalfOpen = false
+    /// The `slow-read` fault's latest pause: only its timer resumes reading.
+    var slowReadGeneration = 0
+    /// Acks written here in the last `ConnectionFault.ackLossWindowNanoseconds`: message_id and uptime (ns).
+    var recentAcks = FIFO<(messageID: String, at: UInt64)>()
 
     init(id: Int, tls: TLSConnection, configuration: EmulatorConfiguration, emulator: CCSEmulator) {
         self.id = id
@@ -67,7 +76,7 @@ final class EmulatorConnection: TLSConnectionDelegate {
 
     /// Writes `text`; a client that stopped reading (write buffer full) is dropped.
     func write(_ text: String) {
-        guard phase != .closing, phase != .closed else { return }
+        guard phase != .closing, phase != .closed, !isHalfOpen else { return }
         do {
             try tls.write(text)
         } catch {
@@ -126,7 +135,7 @@ final class EmulatorConnection: TLSConnectionDelegate {
     func tlsConnectionDidBecomeReady(_ connection: TLSConnection) {}
 
     func tlsConnection(_ connection: TLSConnection, didReceive bytes: UnsafeRawBufferPointer) {
-        guard phase != .closing, phase != .closed else { return }
+        guard phase != .closing, phase != .closed, !isHalfOpen else { return }
         do {
             try parser.feed(bytes) { event in
                 guard phase != .closing, phase != .closed else { return }

@@ -50,6 +50,11 @@ public struct EmulatorStats: Sendable, Equatable {
     public var streamsEndedAfterLogin = 0
     /// Client ACKs answered with an error by `EmulatorConfiguration.ackRejection` (not taken).
     public var acksRejected = 0
+    /// Connection faults fired (`ConnectionFault`: injected, or armed and reached).
+    public var faultsInjected = 0
+    /// Acks written within 0.5 s before a fault that drops data (`close`, `rst`, `corrupt-record`), which the
+    /// client may never have seen: those messages count as not acked (a resend is no duplicate).
+    public var acksLostToFaults = 0
 
     public init() {}
 
@@ -71,7 +76,8 @@ public struct EmulatorStats: Sendable, Equatable {
             ("resends", resends), ("unknown_stanzas", unknownStanzas), ("xml_errors", xmlErrors),
             ("pings_sent", pingsSent), ("pongs_received", pongsReceived), ("drained_connections", drainedConnections),
             ("max_attempts_per_message_id", maxAttemptsPerMessageID), ("streams_ended_after_login", streamsEndedAfterLogin),
-            ("acks_rejected", acksRejected),
+            ("acks_rejected", acksRejected), ("faults_injected", faultsInjected),
+            ("acks_lost_to_faults", acksLostToFaults),
         ]
         var out = OrderedJSON()
         for (key, value) in fields { out.add(key, .int(Int64(value))) }

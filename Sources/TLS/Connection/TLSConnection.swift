@@ -59,6 +59,20 @@ public final class TLSConnection {
     private var lastConnectError: String?
     private var wantsDrainNotification = false
     private var halfClosed = false
+    private var corruptsNextRecord = false
+    private var recordBytesLeft = 0             // with `splitsRecords`: bytes of the front record not yet sent
+
+    /// Fault injection (the emulator's `split-records`): from now on each plaintext byte goes out as its own
+    /// TLS record, and each record in its own `send()`. Default false. Call on the loop.
+    public var splitsRecords = false
+
+    /// Fault injection (the emulator's `corrupt-record`): flips one byte inside the encrypted body of the next
+    /// TLS record this side sends, so the peer's record check fails (`bad_record_mac`, RFC 8446 §5.2).
+    /// Call on the loop; the next `write` produces that record.
+    public func corruptNextRecord() {
+        eventLoop.preconditionInEventLoop()
+        corruptsNextRecord = true
+    }
 
     private init(loop: EventLoop, role: TLSEngine.Role, host: String, port: Int, remoteDescription: String,
                  clientConfiguration: TLSClientConfiguration?, handshakeTimeout: Double,
@@ -144,7 +158,7 @@ public final class TLSConnection {
         guard state == .ready || state == .closing, !pendingPlaintext.isEmpty, let engine else { return }
         var failure: TLSError?
         pendingPlaintext.consume { bytes in
-            do throws(TLSError) { try engine.writePlaintext(bytes) } catch { failure = error }
+            do throws(TLSError) { try encrypt(bytes, with: engine) } catch { failure = error }
             return bytes.count
         }
         if let failure {
@@ -153,6 +167,12 @@ public final class TLSConnection {
         }
         collectCiphertext()
         flushOutbound(fromWritableEvent: false)
+    }
+
+    /// Encrypts `bytes` as one record per 16 KiB, or one record per byte with `splitsRecords`.
+    private func encrypt(_ bytes: UnsafeRawBufferPointer, with engine: TLSEngine) throws(TLSError) {
+        guard splitsRecords else { return try engine.writePlaintext(bytes) }
+        for index in bytes.indices { try engine.writePlaintext(UnsafeRawBufferPointer(rebasing: bytes[index..<index + 1])) }
     }
 
     /// Queues `string` as UTF-8; see `write(_:)` for the errors.
@@ -378,7 +398,7 @@ public final class TLSConnection {
         if !pendingPlaintext.isEmpty, let engine {
             var failure: TLSError?
             pendingPlaintext.consume { bytes in
-                do throws(TLSError) { try engine.writePlaintext(bytes) } catch { failure = error }
+                do throws(TLSError) { try encrypt(bytes, with: engine) } catch { failure = error }
                 return bytes.count
             }
             if let failure { finish(failure); return }
@@ -504,7 +524,16 @@ public final class TLSConnection {
 
     private func collectCiphertext() {
         guard let engine, engine.pendingCiphertextCount > 0 else { return }
-        outbound.appendInPlace { engine.takeCiphertext(appendingTo: &$0) }
+        outbound.appendInPlace { buffer in
+            let start = buffer.count
+            engine.takeCiphertext(appendingTo: &buffer)
+            // Ciphertext is taken whole, so `start` is a record header (5 bytes, RFC 8446 §5.1): flip the
+            // first byte of that record's encrypted body.
+            if corruptsNextRecord, buffer.count > start + 5 {
+                corruptsNextRecord = false
+                buffer[start + 5] ^= 0xFF
+            }
+        }
     }
 
     private func socketWritable() {
@@ -526,8 +555,17 @@ public final class TLSConnection {
             var error: Int32 = 0
             var sent = 0
             outbound.consume { bytes in
-                let n = send(socket.fd, bytes.baseAddress, bytes.count, Int32(MSG_NOSIGNAL))
+                var length = bytes.count
+                if splitsRecords {
+                    // One record per send(): the front record's length is in its header (RFC 8446 §5.1).
+                    if recordBytesLeft == 0, bytes.count >= 5 {
+                        recordBytesLeft = 5 + (Int(bytes[3]) << 8 | Int(bytes[4]))
+                    }
+                    if recordBytesLeft > 0 { length = min(length, recordBytesLeft) }
+                }
+                let n = send(socket.fd, bytes.baseAddress, length, Int32(MSG_NOSIGNAL))
                 if n < 0 { error = errno; return 0 }
+                if splitsRecords, recordBytesLeft > 0 { recordBytesLeft -= n }
                 sent = n
                 return n
             }
