@@ -20,10 +20,14 @@ public final class APIRouter: @unchecked Sendable {
         public var maxQueued: Int
         /// The longest `wait` of `GET /v1/events`, seconds.
         public var maxWaitSeconds: Int
+        /// Messages one `POST /v1/messages` may hold (more: 413). Validating and submitting a batch runs on the
+        /// event loop, so this bounds how long one request holds it (ACKs and keepalives wait meanwhile).
+        public var maxBatchMessages: Int
 
-        public init(maxQueued: Int = CCSDaemon.intakeHighWater, maxWaitSeconds: Int = 60) {
+        public init(maxQueued: Int = CCSDaemon.intakeHighWater, maxWaitSeconds: Int = 60, maxBatchMessages: Int = 1000) {
             self.maxQueued = maxQueued
             self.maxWaitSeconds = maxWaitSeconds
+            self.maxBatchMessages = maxBatchMessages
         }
     }
 
@@ -106,8 +110,9 @@ public final class APIRouter: @unchecked Sendable {
         case "/v1/events/ack": only(["POST"]) { acknowledge(request, responder) }
         default:
             if path.hasPrefix("/v1/messages/"), path.count > "/v1/messages/".count {
-                let raw = String(path.dropFirst("/v1/messages/".count))
-                only(["GET"]) { message(raw.removingPercentEncoding ?? raw, responder) }
+                // The path is decoded already (libmicrohttpd): decoding it again would take `%41` in an id for `A`.
+                let messageID = String(path.dropFirst("/v1/messages/".count))
+                only(["GET"]) { message(messageID, responder) }
             } else {
                 responder.respond(.error(404, code: "not_found", message: "no route \(method) \(path)"))
             }
@@ -170,7 +175,8 @@ public final class APIRouter: @unchecked Sendable {
         }
         let bodies: [Data]
         switch Self.split(request.body, jsonLines: ["application/x-ndjson", "application/jsonl", "application/json-lines",
-                                                    "application/x-jsonlines"].contains(where: { request.header("Content-Type")?.lowercased().hasPrefix($0) == true })) {
+                                                    "application/x-jsonlines"].contains(where: { request.header("Content-Type")?.lowercased().hasPrefix($0) == true }),
+                          maxMessages: options.maxBatchMessages) {
         case .success(let split): bodies = split
         case .failure(let error):
             responder.respond(error.response)
@@ -195,11 +201,16 @@ public final class APIRouter: @unchecked Sendable {
         static func badRequest(_ message: String) -> RequestError {
             RequestError(response: .error(400, code: "bad_request", message: message))
         }
+        static func tooManyMessages(_ limit: Int) -> RequestError {
+            RequestError(response: .error(413, code: "body_too_large",
+                                          message: "the batch holds more than \(limit) messages, the most one request may hold; split it (nothing was accepted)"))
+        }
     }
 
     /// The messages of a body: one JSON object, a JSON array of them, or JSON lines (each message's JSON text).
-    /// - Returns: `bad_json` naming the line or the parser's offset when the body (or a line) is not JSON.
-    static func split(_ body: Data, jsonLines: Bool) -> Result<[Data], RequestError> {
+    /// - Returns: `bad_json` naming the line or the parser's offset when the body (or a line) is not JSON;
+    ///   `body_too_large` (413) when it holds more than `maxMessages` messages.
+    static func split(_ body: Data, jsonLines: Bool, maxMessages: Int = Int.max) -> Result<[Data], RequestError> {
         let first = body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
         guard first != nil else { return .failure(.badRequest("the body holds no message")) }
         if !jsonLines {
@@ -207,11 +218,12 @@ public final class APIRouter: @unchecked Sendable {
             do { value = try JSONValue.parse(body) } catch {
                 // Several objects on lines of their own, sent as application/json: JSON lines.
                 let lines = body.split(separator: 0x0A).filter { line in line.contains { ![0x20, 0x09, 0x0D].contains($0) } }
-                if lines.count > 1, first == UInt8(ascii: "{") { return split(body, jsonLines: true) }
+                if lines.count > 1, first == UInt8(ascii: "{") { return split(body, jsonLines: true, maxMessages: maxMessages) }
                 return .failure(.badJSON("the body is not JSON: \(error)"))
             }
             if case .array(let elements) = value {
                 guard !elements.isEmpty else { return .failure(.badRequest("the array holds no message")) }
+                guard elements.count <= maxMessages else { return .failure(.tooManyMessages(maxMessages)) }
                 return .success(elements.map { Data($0.serialized().utf8) })
             }
             return .success([body])
@@ -219,6 +231,7 @@ public final class APIRouter: @unchecked Sendable {
         var messages: [Data] = []
         for (number, line) in body.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
             guard line.contains(where: { ![0x20, 0x09, 0x0D].contains($0) }) else { continue }
+            guard messages.count < maxMessages else { return .failure(.tooManyMessages(maxMessages)) }
             do { _ = try JSONValue.parse(Data(line)) } catch {
                 return .failure(.badJSON("line \(number + 1) is not JSON: \(error)"))
             }
@@ -376,6 +389,9 @@ public final class APIRouter: @unchecked Sendable {
         .json(200, "{\"events\":[\(events.joined(separator: ","))],\"next\":\(next)}")
     }
 
+    /// Journal consumers of ccsd itself (the events file, the webhook outlet): the API cannot move their cursors.
+    static let reservedConsumers = ["events-file", WebhookOutlet.consumer]
+
     private func acknowledge(_ request: HTTPRequest, _ responder: HTTPResponder) {
         let value: JSONValue
         do { value = try JSONValue.parse(request.body) } catch {
@@ -388,11 +404,24 @@ public final class APIRouter: @unchecked Sendable {
         }
         var consumer = CCSDaemon.apiConsumer
         if let given = value["consumer"] {
-            guard let name = given.stringValue, !name.isEmpty, name.count <= 100, name != "events-file" else {
-                responder.respond(.error(400, code: "bad_request", message: "consumer: must be a name of 1 to 100 characters (not events-file)"))
+            guard let name = given.stringValue, !name.isEmpty, name.count <= 100, !Self.reservedConsumers.contains(name) else {
+                responder.respond(.error(400, code: "bad_request",
+                                         message: "consumer: must be a name of 1 to 100 characters (not \(Self.reservedConsumers.joined(separator: " or ")))"))
                 return
             }
             consumer = name
+        }
+        // A cursor past the journal's end would let the store prune events before anyone has read them.
+        let last = daemon.lastJournaledSeq
+        if through > last {
+            if ["idle", "starting"].contains(daemon.snapshot().lifecycle) {
+                responder.respond(.error(503, code: "unavailable", message: "ccsd is starting; the journal's end is not known yet",
+                                         headers: [("Retry-After", "1")]))
+            } else {
+                responder.respond(.error(400, code: "bad_request",
+                                         message: "through: must be at most the last seq of the journal, \(last) (got \(through))"))
+            }
+            return
         }
         acknowledged[consumer] = max(acknowledged[consumer] ?? through, through)
         daemon.acknowledgeJournal(consumer: consumer, through: through)

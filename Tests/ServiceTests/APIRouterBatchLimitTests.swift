@@ -1,0 +1,28 @@
+import Foundation
+import Testing
+@testable import Service
+import HTTPServer
+
+/// One `POST /v1/messages` holds at most `maxBatchMessages` messages: validating and submitting a batch runs
+/// on the event loop, so a body of many small messages must not hold it for seconds.
+@Suite struct APIRouterBatchLimitTests {
+    static func body(_ count: Int, lines: Bool) -> Data {
+        let messages = (0..<count).map { #"{"to":"t","message_id":"m-\#($0)"}"# }
+        return Data((lines ? messages.joined(separator: "\n") : "[" + messages.joined(separator: ",") + "]").utf8)
+    }
+
+    @Test(arguments: [false, true]) func aBatchOverTheLimitIsRefusedWhole(lines: Bool) throws {
+        #expect(try APIRouter.split(Self.body(10, lines: lines), jsonLines: lines, maxMessages: 10).get().count == 10)
+        guard case .failure(let error) = APIRouter.split(Self.body(11, lines: lines), jsonLines: lines, maxMessages: 10) else {
+            Issue.record("a batch of 11 was taken with a limit of 10")
+            return
+        }
+        #expect(error.response.status == 413)
+        let text = String(decoding: error.response.body, as: UTF8.self)
+        #expect(text.contains("\"code\":\"body_too_large\"") && text.contains("more than 10 messages"))
+    }
+
+    @Test func theDefaultLimitIsAThousand() {
+        #expect(APIRouter.Options().maxBatchMessages == 1000)
+    }
+}
