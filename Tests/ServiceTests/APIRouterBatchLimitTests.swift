@@ -26,3 +26,21 @@ import HTTPServer
         #expect(APIRouter.Options().maxBatchMessages == 1000)
     }
 }
+
+extension APIRouterBatchLimitTests {
+    /// The array's elements are counted by a lexical scan before anything is parsed (nested arrays and
+    /// brackets in strings do not count), and the scan stops past the limit.
+    @Test func elementsAreCountedBeforeParsing() {
+        let body = Data(#"[{"a":[1,2,{"b":"[x,y]"}]}, 3, "s", [4, 5], null]"#.utf8)
+        #expect(APIRouter.topLevelElements(body, atMost: 100) == 5)
+        #expect(APIRouter.topLevelElements(body, atMost: 2) == 3)
+        #expect(APIRouter.topLevelElements(Data(#"{"to":"x","data":{"k":[1,2,3]}}"#.utf8), atMost: 1) == 0)
+        // Broken after the limit: refused as too many before the parser would call it bad JSON.
+        let broken = Data(("[" + Array(repeating: "{}", count: 12).joined(separator: ",") + ",{").utf8)
+        guard case .failure(let error) = APIRouter.split(broken, jsonLines: false, maxMessages: 10) else {
+            Issue.record("taken")
+            return
+        }
+        #expect(error.response.status == 413)
+    }
+}

@@ -214,6 +214,8 @@ public final class APIRouter: @unchecked Sendable {
         let first = body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
         guard first != nil else { return .failure(.badRequest("the body holds no message")) }
         if !jsonLines {
+            // Counted before parsing: Foundation's objects for 100k small messages take hundreds of MB.
+            guard topLevelElements(body, atMost: maxMessages) <= maxMessages else { return .failure(.tooManyMessages(maxMessages)) }
             let value: JSONValue
             do { value = try JSONValue.parse(body) } catch {
                 // Several objects on lines of their own, sent as application/json: JSON lines.
@@ -239,6 +241,18 @@ public final class APIRouter: @unchecked Sendable {
         }
         guard !messages.isEmpty else { return .failure(.badRequest("the body holds no message")) }
         return .success(messages)
+    }
+
+    /// How many elements the top-level array of `body` has (0 when it is not an array), counting no further
+    /// than `limit + 1` (a lexical scan: nothing is parsed).
+    static func topLevelElements(_ body: Data, atMost limit: Int) -> Int {
+        var count = 0
+        JSONTokenScan.scan(Array(body)) { token in
+            if token.path.isEmpty { return token.text == "[" }  // the top level: an array, or nothing to count
+            if token.path.count == 1, token.path[0] == nil { count += 1 }
+            return count <= limit
+        }
+        return count
     }
 
     /// One message validated exactly like an intake line of `ccsd run` (a message without message_id gets one).
