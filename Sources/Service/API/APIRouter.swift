@@ -173,16 +173,39 @@ public final class APIRouter: @unchecked Sendable {
             responder.respond(.error(503, code: "unavailable", message: "ccsd is stopping; nothing was accepted", headers: [("Retry-After", "5")]))
             return
         }
-        let bodies: [Data]
-        switch Self.split(request.body, jsonLines: ["application/x-ndjson", "application/jsonl", "application/json-lines",
-                                                    "application/x-jsonlines"].contains(where: { request.header("Content-Type")?.lowercased().hasPrefix($0) == true }),
-                          maxMessages: options.maxBatchMessages) {
-        case .success(let split): bodies = split
+        // Parsing and validating is off the loop (one request's body must not hold ACKs and keepalives), on
+        // one serial queue (submissions keep their arrival order); submitting is back on the loop.
+        let jsonLines = ["application/x-ndjson", "application/jsonl", "application/json-lines", "application/x-jsonlines"]
+            .contains(where: { request.header("Content-Type")?.lowercased().hasPrefix($0) == true })
+        let limit = options.maxBatchMessages
+        let body = request.body
+        Self.parseQueue.async { [weak self] in
+            let parsed = Self.split(body, jsonLines: jsonLines, maxMessages: limit).map { $0.map { Self.parse($0, now: Date()) } }
+            self?.loop.execute { [weak self] in self?.submit(parsed, responder) }
+        }
+    }
+
+    /// Where request bodies are parsed and validated: off the loop, one at a time.
+    private static let parseQueue = DispatchQueue(label: "ccsd.api.parse", qos: .userInitiated)
+
+    /// Submits parsed items (on the loop): a message without message_id gets one here.
+    private func submit(_ parsed: Result<[CCSDaemon.IntakeItem], RequestError>, _ responder: HTTPResponder) {
+        let parsedItems: [CCSDaemon.IntakeItem]
+        switch parsed {
+        case .success(let items): parsedItems = items
         case .failure(let error):
             responder.respond(error.response)
             return
         }
-        let items = bodies.map(item(for:))
+        if stopping {
+            responder.respond(.error(503, code: "unavailable", message: "ccsd is stopping; nothing was accepted", headers: [("Retry-After", "5")]))
+            return
+        }
+        let items = parsedItems.map { item -> CCSDaemon.IntakeItem in
+            guard case .message(let message, let line) = item, message.messageID == nil else { return item }
+            nextID += 1
+            return .message(message.withMessageID(idPrefix + String(nextID)), line: line)
+        }
         let refusal = daemon.submitFromAPI(items, maxQueued: options.maxQueued) { results in
             responder.respond(Self.submissionResponse(results))
         }
@@ -255,14 +278,10 @@ public final class APIRouter: @unchecked Sendable {
         return count
     }
 
-    /// One message validated exactly like an intake line of `ccsd run` (a message without message_id gets one).
-    private func item(for data: Data) -> CCSDaemon.IntakeItem {
-        switch DownstreamIntake.parse(line: data, now: Date()) {
-        case .success(var message):
-            if message.messageID == nil {
-                nextID += 1
-                message = message.withMessageID(idPrefix + String(nextID))
-            }
+    /// One message validated exactly like an intake line of `ccsd run` (one without message_id gets it on the loop).
+    static func parse(_ data: Data, now: Date) -> CCSDaemon.IntakeItem {
+        switch DownstreamIntake.parse(line: data, now: now) {
+        case .success(let message):
             return .message(message, line: 0)
         case .failure(let error):
             let value = try? JSONValue.parse(data)
