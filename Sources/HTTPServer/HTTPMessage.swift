@@ -4,7 +4,8 @@ import Foundation
 public struct HTTPRequest: Sendable {
     /// `GET`, `POST`, …
     public let method: String
-    /// The path without the query string, as sent (percent-encoding not decoded), e.g. `/v1/messages/m-1`.
+    /// The path without the query string, percent-decoded once (by libmicrohttpd; a `%00` ends it), e.g.
+    /// `/v1/messages/m-1` for `/v1/messages/m%2D1`.
     public let path: String
     /// Query parameters, decoded (the last one wins when a name repeats).
     public let query: [String: String]

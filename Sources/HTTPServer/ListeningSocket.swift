@@ -29,10 +29,16 @@ enum ListeningSocket {
             guard info.st_mode & S_IFMT == S_IFSOCK else {
                 throw HTTPServerError(listener: path, reason: "exists and is not a socket; not removing it")
             }
-            guard unlink(path) == 0 else { throw failure("removing the stale socket") }
         }
         withUnsafeMutableBytes(of: &address.sun_path) { raw in
             raw.copyBytes(from: bytes)
+        }
+        if info.st_mode & S_IFMT == S_IFSOCK {
+            // Stale only when nobody accepts on it: a socket another process listens on is left to it.
+            guard !accepts(address) else {
+                throw HTTPServerError(listener: path, reason: "another process is listening on this socket; not removing it")
+            }
+            guard unlink(path) == 0 else { throw failure("removing the stale socket") }
         }
         let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
         guard fd >= 0 else { throw failure("socket") }
@@ -57,6 +63,19 @@ enum ListeningSocket {
             throw failure("chown to group \(group ?? "")", code)
         }
         return try listen(fd, name: path)
+    }
+
+    /// Whether a process listens on the Unix socket at `address`: a non-blocking connect succeeds, or finds its
+    /// backlog full (EAGAIN); a stale socket file refuses (ECONNREFUSED).
+    private static func accepts(_ address: sockaddr_un) -> Bool {
+        let probe = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
+        guard probe >= 0 else { return false }
+        defer { close(probe) }
+        var address = address
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(probe, $0, socklen_t(MemoryLayout<sockaddr_un>.size)) }
+        }
+        return connected == 0 || errno == EAGAIN
     }
 
     /// Parses `HOST:PORT` (`[V6]:PORT` for an IPv6 literal; a bare `PORT` means loopback, 127.0.0.1).

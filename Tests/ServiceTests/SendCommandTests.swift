@@ -72,6 +72,17 @@ import Testing
         #expect(SendCommand.body(fileContents: Data("{\"to\":\"a\"}\n{\"to\":\"b\"}\n".utf8)).contentType == "application/x-ndjson")
     }
 
+    @Test func jsonLinesGoInRequestsOfAtMostTheAPIsBatchLimitInOrder() {
+        let lines = (0..<2500).map { "{\"to\":\"t\",\"message_id\":\"m-\($0)\"}" }
+        let bodies = SendCommand.bodies(fileContents: Data((lines.joined(separator: "\n") + "\n\n").utf8))
+        #expect(bodies.map { $0.data.split(separator: 0x0A).count } == [1000, 1000, 500])
+        #expect(bodies.allSatisfy { $0.contentType == "application/x-ndjson" })
+        let rejoined = bodies.flatMap { String(decoding: $0.data, as: UTF8.self).split(separator: "\n").map(String.init) }
+        #expect(rejoined == lines)
+        // One JSON value (an object or an array) is one request, as written.
+        #expect(SendCommand.bodies(fileContents: Data(#"[{"to":"a"},{"to":"b"}]"#.utf8)).count == 1)
+    }
+
     @Test func endpointComesFromFlagsThenEnvironmentThenDefault() throws {
         var options = APIOptions()
         #expect(try options.endpoint(environment: [:]) == .unixSocket(path: "/run/ccsd/api.sock"))

@@ -78,6 +78,8 @@ final class DaemonAPIState {
     var awaitingInsert: [String: (ticket: Ticket, index: Int)] = [:]
     /// Rejections whose record is not committed yet, by record id.
     var awaitingRecord: [UInt64: (ticket: Ticket, index: Int, result: SubmissionResult)] = [:]
+    /// The highest seq the journal has committed (the store's at load, then each commit's last).
+    var lastJournaledSeq: Int64 = 0
 }
 
 extension CCSDaemon {
@@ -165,6 +167,7 @@ extension CCSDaemon {
 
     /// A commit returned (after the dispatcher was told): answers what it made durable and wakes the feed.
     func apiCommitted(_ result: StoreCommitResult) {
+        if let last = result.journaled.last { api.lastJournaledSeq = max(api.lastJournaledSeq, last.seq) }
         for persisted in result.persisted where persisted.outcome == .stored {
             if let waiting = api.awaitingInsert.removeValue(forKey: persisted.messageID) {
                 waiting.ticket.complete(waiting.index, .accepted(messageID: persisted.messageID))
@@ -218,6 +221,10 @@ extension CCSDaemon {
     public func journalCursor(of consumer: String, completion: @escaping @Sendable (Result<Int64?, StoreError>) -> Void) {
         writer.read({ store throws(StoreError) in try store.cursor(of: consumer) }, completion: completion)
     }
+
+    /// The highest `seq` the events journal has committed (0 before the first event, and before the store is
+    /// loaded). A consumer cannot have events past it. Call on the loop.
+    public var lastJournaledSeq: Int64 { api.lastJournaledSeq }
 
     /// Records that `consumer` has every event through `seq` (rides on the next commit; the store may then
     /// prune what every consumer acknowledged). Call on the loop.

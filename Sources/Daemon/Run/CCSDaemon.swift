@@ -263,6 +263,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     private func startStore() {
         do throws(StoreError) {
             loadedStore = try store.load(nowUnixMillis: wallClock())
+            api.lastJournaledSeq = loadedStore?.lastSeq ?? 0
             guard try replayUnwrittenEvents() else {
                 outletBroken = true
                 let reason = outlet.failure ?? "unknown"

@@ -18,9 +18,13 @@ public final class APIRouter: @unchecked Sendable {
     public struct Options: Sendable, Equatable {
         /// The longest `wait` of `GET /v1/events`, seconds.
         public var maxWaitSeconds: Int
+        /// Messages one `POST /v1/messages` may hold (more: 413). Validating and submitting a batch runs on the
+        /// event loop, so this bounds how long one request holds it (ACKs and keepalives wait meanwhile).
+        public var maxBatchMessages: Int
 
-        public init(maxWaitSeconds: Int = 60) {
+        public init(maxWaitSeconds: Int = 60, maxBatchMessages: Int = 1000) {
             self.maxWaitSeconds = maxWaitSeconds
+            self.maxBatchMessages = maxBatchMessages
         }
     }
 
@@ -108,8 +112,9 @@ public final class APIRouter: @unchecked Sendable {
         case "/v1/events/ack": only(["POST"]) { acknowledge(request, responder) }
         default:
             if path.hasPrefix("/v1/messages/"), path.count > "/v1/messages/".count {
-                let raw = String(path.dropFirst("/v1/messages/".count))
-                only(["GET"]) { message(raw.removingPercentEncoding ?? raw, responder) }
+                // The path is decoded already (libmicrohttpd): decoding it again would take `%41` in an id for `A`.
+                let messageID = String(path.dropFirst("/v1/messages/".count))
+                only(["GET"]) { message(messageID, responder) }
             } else {
                 responder.respond(.error(404, code: "not_found", message: "no route \(method) \(path)"))
             }
@@ -181,15 +186,39 @@ public final class APIRouter: @unchecked Sendable {
             responder.respond(.error(503, code: "unavailable", message: "ccsd is stopping; nothing was accepted", headers: [("Retry-After", "5")]))
             return
         }
-        let bodies: [Data]
-        switch Self.split(request.body, jsonLines: ["application/x-ndjson", "application/jsonl", "application/json-lines",
-                                                    "application/x-jsonlines"].contains(where: { request.header("Content-Type")?.lowercased().hasPrefix($0) == true })) {
-        case .success(let split): bodies = split
+        // Parsing and validating is off the loop (one request's body must not hold ACKs and keepalives), on
+        // one serial queue (submissions keep their arrival order); submitting is back on the loop.
+        let jsonLines = ["application/x-ndjson", "application/jsonl", "application/json-lines", "application/x-jsonlines"]
+            .contains(where: { request.header("Content-Type")?.lowercased().hasPrefix($0) == true })
+        let limit = options.maxBatchMessages
+        let body = request.body
+        Self.parseQueue.async { [weak self] in
+            let parsed = Self.split(body, jsonLines: jsonLines, maxMessages: limit).map { $0.map { Self.parse($0, now: Date()) } }
+            self?.loop.execute { [weak self] in self?.submit(parsed, responder) }
+        }
+    }
+
+    /// Where request bodies are parsed and validated: off the loop, one at a time.
+    private static let parseQueue = DispatchQueue(label: "ccsd.api.parse", qos: .userInitiated)
+
+    /// Submits parsed items (on the loop): a message without message_id gets one here.
+    private func submit(_ parsed: Result<[CCSDaemon.IntakeItem], RequestError>, _ responder: HTTPResponder) {
+        let parsedItems: [CCSDaemon.IntakeItem]
+        switch parsed {
+        case .success(let items): parsedItems = items
         case .failure(let error):
             responder.respond(error.response)
             return
         }
-        let items = bodies.map(item(for:))
+        if stopping {
+            responder.respond(.error(503, code: "unavailable", message: "ccsd is stopping; nothing was accepted", headers: [("Retry-After", "5")]))
+            return
+        }
+        let items = parsedItems.map { item -> CCSDaemon.IntakeItem in
+            guard case .message(let message, let line) = item, message.messageID == nil else { return item }
+            nextID += 1
+            return .message(message.withMessageID(idPrefix + String(nextID)), line: line)
+        }
         let refusal = daemon.submitFromAPI(items, maxQueued: daemon.configuration.maxQueued) { results in
             responder.respond(Self.submissionResponse(results))
         }
@@ -208,23 +237,31 @@ public final class APIRouter: @unchecked Sendable {
         static func badRequest(_ message: String) -> RequestError {
             RequestError(response: .error(400, code: "bad_request", message: message))
         }
+        static func tooManyMessages(_ limit: Int) -> RequestError {
+            RequestError(response: .error(413, code: "body_too_large",
+                                          message: "the batch holds more than \(limit) messages, the most one request may hold; split it (nothing was accepted)"))
+        }
     }
 
     /// The messages of a body: one JSON object, a JSON array of them, or JSON lines (each message's JSON text).
-    /// - Returns: `bad_json` naming the line or the parser's offset when the body (or a line) is not JSON.
-    static func split(_ body: Data, jsonLines: Bool) -> Result<[Data], RequestError> {
+    /// - Returns: `bad_json` naming the line or the parser's offset when the body (or a line) is not JSON;
+    ///   `body_too_large` (413) when it holds more than `maxMessages` messages.
+    static func split(_ body: Data, jsonLines: Bool, maxMessages: Int = Int.max) -> Result<[Data], RequestError> {
         let first = body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
         guard first != nil else { return .failure(.badRequest("the body holds no message")) }
         if !jsonLines {
+            // Counted before parsing: Foundation's objects for 100k small messages take hundreds of MB.
+            guard topLevelElements(body, atMost: maxMessages) <= maxMessages else { return .failure(.tooManyMessages(maxMessages)) }
             let value: JSONValue
             do { value = try JSONValue.parse(body) } catch {
                 // Several objects on lines of their own, sent as application/json: JSON lines.
                 let lines = body.split(separator: 0x0A).filter { line in line.contains { ![0x20, 0x09, 0x0D].contains($0) } }
-                if lines.count > 1, first == UInt8(ascii: "{") { return split(body, jsonLines: true) }
+                if lines.count > 1, first == UInt8(ascii: "{") { return split(body, jsonLines: true, maxMessages: maxMessages) }
                 return .failure(.badJSON("the body is not JSON: \(error)"))
             }
             if case .array(let elements) = value {
                 guard !elements.isEmpty else { return .failure(.badRequest("the array holds no message")) }
+                guard elements.count <= maxMessages else { return .failure(.tooManyMessages(maxMessages)) }
                 return .success(elements.map { Data($0.serialized().utf8) })
             }
             return .success([body])
@@ -232,6 +269,7 @@ public final class APIRouter: @unchecked Sendable {
         var messages: [Data] = []
         for (number, line) in body.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
             guard line.contains(where: { ![0x20, 0x09, 0x0D].contains($0) }) else { continue }
+            guard messages.count < maxMessages else { return .failure(.tooManyMessages(maxMessages)) }
             do { _ = try JSONValue.parse(Data(line)) } catch {
                 return .failure(.badJSON("line \(number + 1) is not JSON: \(error)"))
             }
@@ -241,14 +279,22 @@ public final class APIRouter: @unchecked Sendable {
         return .success(messages)
     }
 
-    /// One message validated exactly like an intake line of `ccsd run` (a message without message_id gets one).
-    private func item(for data: Data) -> CCSDaemon.IntakeItem {
-        switch DownstreamIntake.parse(line: data, now: Date()) {
-        case .success(var message):
-            if message.messageID == nil {
-                nextID += 1
-                message = message.withMessageID(idPrefix + String(nextID))
-            }
+    /// How many elements the top-level array of `body` has (0 when it is not an array), counting no further
+    /// than `limit + 1` (a lexical scan: nothing is parsed).
+    static func topLevelElements(_ body: Data, atMost limit: Int) -> Int {
+        var count = 0
+        JSONTokenScan.scan(Array(body)) { token in
+            if token.path.isEmpty { return token.text == "[" }  // the top level: an array, or nothing to count
+            if token.path.count == 1, token.path[0] == nil { count += 1 }
+            return count <= limit
+        }
+        return count
+    }
+
+    /// One message validated exactly like an intake line of `ccsd run` (one without message_id gets it on the loop).
+    static func parse(_ data: Data, now: Date) -> CCSDaemon.IntakeItem {
+        switch DownstreamIntake.parse(line: data, now: now) {
+        case .success(let message):
             return .message(message, line: 0)
         case .failure(let error):
             let value = try? JSONValue.parse(data)
@@ -389,6 +435,9 @@ public final class APIRouter: @unchecked Sendable {
         .json(200, "{\"events\":[\(events.joined(separator: ","))],\"next\":\(next)}")
     }
 
+    /// Journal consumers of ccsd itself (the events file, the webhook outlet): the API cannot move their cursors.
+    static let reservedConsumers = ["events-file", WebhookOutlet.consumer]
+
     private func acknowledge(_ request: HTTPRequest, _ responder: HTTPResponder) {
         let value: JSONValue
         do { value = try JSONValue.parse(request.body) } catch {
@@ -401,11 +450,24 @@ public final class APIRouter: @unchecked Sendable {
         }
         var consumer = CCSDaemon.apiConsumer
         if let given = value["consumer"] {
-            guard let name = given.stringValue, !name.isEmpty, name.count <= 100, name != "events-file" else {
-                responder.respond(.error(400, code: "bad_request", message: "consumer: must be a name of 1 to 100 characters (not events-file)"))
+            guard let name = given.stringValue, !name.isEmpty, name.count <= 100, !Self.reservedConsumers.contains(name) else {
+                responder.respond(.error(400, code: "bad_request",
+                                         message: "consumer: must be a name of 1 to 100 characters (not \(Self.reservedConsumers.joined(separator: " or ")))"))
                 return
             }
             consumer = name
+        }
+        // A cursor past the journal's end would let the store prune events before anyone has read them.
+        let last = daemon.lastJournaledSeq
+        if through > last {
+            if ["idle", "starting"].contains(daemon.snapshot().lifecycle) {
+                responder.respond(.error(503, code: "unavailable", message: "ccsd is starting; the journal's end is not known yet",
+                                         headers: [("Retry-After", "1")]))
+            } else {
+                responder.respond(.error(400, code: "bad_request",
+                                         message: "through: must be at most the last seq of the journal, \(last) (got \(through))"))
+            }
+            return
         }
         acknowledged[consumer] = max(acknowledged[consumer] ?? through, through)
         daemon.acknowledgeJournal(consumer: consumer, through: through)

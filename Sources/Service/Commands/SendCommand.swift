@@ -26,8 +26,9 @@ enum SendCommand {
           --message-id ID             the message_id (default: ccsd assigns one); resubmitting the same id is
                                       safe: a final one answers with its stored outcome
           --collapse-key KEY          the collapse key
-          --file FILE|-               messages from a file (or stdin): one JSON object, a JSON array, or JSON
-                                      lines; not with the message flags above
+          --file FILE|-               messages from a file (or stdin): one JSON object, a JSON array (at most
+                                      1000 messages), or JSON lines (any number: sent 1000 per request, in
+                                      order); not with the message flags above
           --wait                      wait until every accepted message is final and print its outcome
                                       ("acked ID", "nacked ID: ERROR", "expired ID")
           --wait-timeout SECONDS      give up waiting after this long (default: wait until final)
@@ -166,6 +167,28 @@ enum SendCommand {
         return Body(data: fileContents, contentType: "application/x-ndjson")
     }
 
+    /// The requests for a file's text: one `body(fileContents:)`, except that JSON lines go in requests of at
+    /// most `linesPerRequest` lines (the API takes at most 1000 messages per request), in order.
+    static func bodies(fileContents: Data, linesPerRequest: Int = 1000) -> [Body] {
+        let body = body(fileContents: fileContents)
+        guard body.contentType == "application/x-ndjson" else { return [body] }
+        var requests: [Body] = []
+        var chunk = Data()
+        var lines = 0
+        for line in fileContents.split(separator: 0x0A, omittingEmptySubsequences: true) {
+            chunk.append(contentsOf: line)
+            chunk.append(0x0A)
+            lines += 1
+            if lines == linesPerRequest {
+                requests.append(Body(data: chunk, contentType: body.contentType))
+                chunk = Data()
+                lines = 0
+            }
+        }
+        if lines > 0 || requests.isEmpty { requests.append(Body(data: chunk, contentType: body.contentType)) }
+        return requests
+    }
+
     /// What one `POST /v1/messages` answer means: the lines to print, the exit code so far, and the messages
     /// to wait for (accepted ones, by message_id).
     struct Submission: Equatable {
@@ -270,7 +293,7 @@ enum SendCommand {
                     readFile: (String) throws -> Data = readInput) -> Int32 {
         let options: Options
         let client: APIClient
-        let body: Body
+        let bodies: [Body]
         do {
             options = try Options.parse(arguments)
             if options.help {
@@ -287,27 +310,35 @@ enum SendCommand {
                 } catch {
                     throw UsageError("--file", "cannot read \(file): \(error)")
                 }
-                body = Self.body(fileContents: contents)
+                bodies = Self.bodies(fileContents: contents)
             } else {
-                body = Body(data: Data(options.message.serialized().utf8), contentType: "application/json")
+                bodies = [Body(data: Data(options.message.serialized().utf8), contentType: "application/json")]
             }
         } catch {
             output.err("ccsd send: \(error)\n(ccsd send --help for the options)")
             return ClientExitCode.usage
         }
-        let response: APIResponse
-        do {
-            response = try client.request("POST", "/v1/messages", body: body.data, contentType: body.contentType)
-        } catch {
-            output.err("ccsd send: \(error)")
-            return ClientExitCode.unavailable
+        var exitCode = ClientExitCode.success
+        var accepted: [String] = []
+        for body in bodies {
+            let response: APIResponse
+            do {
+                response = try client.request("POST", "/v1/messages", body: body.data, contentType: body.contentType)
+            } catch {
+                output.err("ccsd send: \(error)")
+                return ClientExitCode.unavailable
+            }
+            let submission = submission(response)
+            submission.lines.forEach(output.out)
+            submission.errors.forEach(output.err)
+            exitCode = max(exitCode, submission.exitCode)
+            accepted += submission.accepted
+            // Not accepted (503, an HTTP error): the later requests would be refused alike.
+            if submission.exitCode == ClientExitCode.unavailable { return exitCode }
         }
-        let submission = submission(response)
-        submission.lines.forEach(output.out)
-        submission.errors.forEach(output.err)
-        guard options.wait, submission.exitCode != ClientExitCode.unavailable else { return submission.exitCode }
-        let waited = wait(for: submission.accepted, client: client, timeout: options.waitTimeout, output: output)
-        return max(submission.exitCode, waited)
+        guard options.wait else { return exitCode }
+        let waited = wait(for: accepted, client: client, timeout: options.waitTimeout, output: output)
+        return max(exitCode, waited)
     }
 
     /// Polls each message until it is final (every 0.2 s at first, backing off to 2 s); prints each outcome.
