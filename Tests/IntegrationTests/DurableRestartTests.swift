@@ -16,7 +16,8 @@ import Testing
         let state = Self.stateDirectory()
         defer { try? FileManager.default.removeItem(atPath: state) }
         let first = try DaemonRun(exitWhenDone: false, stateDirectory: state,
-                                  emulator: { $0.ackLatencyMilliseconds = 10_000 },
+                                  // No ack before the SIGTERM, however late a loaded machine runs the wait below.
+                                  emulator: { $0.ackLatencyMilliseconds = 600_000 },
                                   daemon: { $0.shutdownGraceSeconds = 0.3; $0.window = 1; $0.connections = 1 })
         defer { first.stop(); first.cleanUp() }
         first.send(DaemonRun.messages(30, prefix: "k"))
