@@ -72,7 +72,10 @@ import TLS
     /// Every stream error condition from the server mid-load: reconnect, resend, each message final once,
     /// no flow-control violation.
     @Test func streamErrorsOfEveryConditionMidLoadLoseNothing() async throws {
-        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 300 }, daemon: { $0.connections = 2 })
+        // Back-to-back stream errors on young connections back off (ReconnectPolicy); this test is about
+        // nothing being lost, so the backoff is short here (up to 60 s by default).
+        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 300 },
+                                daemon: { $0.connections = 2; $0.reconnectBackoff.base = 0.05; $0.reconnectBackoff.cap = 0.4 })
         defer { run.stop(); run.cleanUp() }
         let conditions = ["bad-format", "conflict", "connection-timeout", "host-gone", "internal-server-error",
                           "invalid-xml", "not-authorized", "policy-violation", "reset", "see-other-host",
