@@ -9,17 +9,25 @@ import CorpusFixtures
 @Suite(.serialized) struct EndToEndTests {
     @Test func drainFailoverUnderLoadLosesNothing() async throws {
         // Acks take 1 s and the drain grace is 30 ms, so messages are still in flight when the server closes
-        // the draining stream: they must be resent elsewhere with the same message_id. (The load lasts about
-        // 6 s, so a loaded machine that notices 200 acks late still drains mid-load.)
+        // the draining stream: they must be resent elsewhere with the same message_id. The drain goes to a
+        // connection seen with messages in flight; the load goes on in batches of 200 until it could be
+        // drained, so a loaded machine that runs this task late still drains mid-load.
         let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 1000; $0.drainGraceMilliseconds = 30 },
                                 daemon: { $0.connections = 2 })
         defer { run.stop(); run.cleanUp() }
-        let ids = (0..<1200).map { "m-\($0)" }
-        run.send(DaemonRun.messages(1200))
-        await waitUntil("load under way", timeout: 20) { run.emulator.stats().acked >= 200 }
-        let drained = try run.emulator.drain()
-        // The input ends only after the drain: however late a loaded machine runs the wait above, ccsd is
-        // still connected when the drain comes.
+        var ids: [String] = []
+        var drained: Int?
+        for batch in 0..<30 where drained == nil {
+            let messages = DaemonRun.messages(200, prefix: "m\(batch)")
+            ids += (0..<200).map { "m\(batch)-\($0)" }
+            run.send(messages)
+            await waitUntil("batch \(batch) under way", timeout: 20) { run.emulator.stats().downstreamReceived >= ids.count - 100 }
+            if let busy = run.emulator.connectionInfos().first(where: { $0.phase == "ready" && $0.unacked > 0 }) {
+                drained = try? run.emulator.drain(connection: busy.id)
+            }
+        }
+        let drainedID = try #require(drained, "no connection was seen with messages in flight")
+        // The input ends only after the drain.
         run.endInput()
         await waitUntil("ccsd done", timeout: 60) { run.exited != nil }
         #expect(run.exited == 0)
@@ -34,7 +42,7 @@ import CorpusFixtures
         #expect(stats.resends > 0, "the drain should have left messages in flight to resend")
         // The draining connection was reported, and a replacement opened on the secondary endpoint.
         let connections = run.events("connection")
-        #expect(connections.contains { $0["id"] == .int(Int64(drained)) && $0["state"] == .string("draining") })
+        #expect(connections.contains { $0["id"] == .int(Int64(drainedID)) && $0["state"] == .string("draining") })
         let secondary = ":\(run.emulator.ports[1])"
         #expect(connections.contains { $0["state"] == .string("connected") && ($0["endpoint"]?.stringValue?.hasSuffix(secondary) ?? false) })
     }
