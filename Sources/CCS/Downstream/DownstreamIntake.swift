@@ -25,7 +25,8 @@ public enum DownstreamIntake {
         do {
             value = try JSONValue.parse(line)
         } catch {
-            if let lenient = try? JSONValue.parseReplacingUnrepresentableNumbers(line), !lenient.replaced.isEmpty {
+            if error.message != JSONNesting.rule,  // no second try: it is as deep
+               let lenient = try? JSONValue.parseReplacingUnrepresentableNumbers(line), !lenient.replaced.isEmpty {
                 value = lenient.value
                 unrepresentable = lenient.replaced
             } else {

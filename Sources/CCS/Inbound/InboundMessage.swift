@@ -222,7 +222,8 @@ extension InboundMessage {
         do {
             if let readObject { object = readObject } else { object = try parseJSONObject(text) }
         } catch {
-            guard let lenient = try? JSONValue.parseReplacingUnrepresentableNumbers(Data(text.utf8)),
+            guard error.rule != "the payload is " + JSONNesting.rule,  // no second try: it is as deep
+                  let lenient = try? JSONValue.parseReplacingUnrepresentableNumbers(Data(text.utf8)),
                   !lenient.replaced.isEmpty, let recovered = lenient.value.objectValue else {
                 return try recover(text, error)
             }

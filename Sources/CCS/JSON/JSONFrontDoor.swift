@@ -60,11 +60,17 @@ public enum JSONFrontDoor {
         fileprivate init?(_ tokens: UnsafeBufferPointer<ccsd_json_token>) {
             guard let first = tokens.first, first.kind == UInt8(CCSD_JSON_OBJECT.rawValue) else { return nil }
             var keys: [Int] = []
+            var seen: Set<String> = []  // the keys' texts, once there are too many to compare each with each
             var index = 1
             while index < Int(first.end) {
                 let key = tokens[index]
                 guard JSONFrontDoor.isASCII(key) else { return nil }
-                for earlier in keys where JSONFrontDoor.sameText(tokens[earlier], key) { return nil }
+                if keys.count < 8 {
+                    for earlier in keys where JSONFrontDoor.sameText(tokens[earlier], key) { return nil }
+                } else {
+                    if seen.isEmpty { seen = Set(keys.map { JSONFrontDoor.text(tokens[$0]) }) }
+                    guard seen.insert(JSONFrontDoor.text(key)).inserted else { return nil }
+                }
                 keys.append(index)
                 index = JSONFrontDoor.next(tokens, after: index + 1)
             }

@@ -34,65 +34,78 @@ public struct JSONTokenScan {
         }
     }
 
-    private enum Frame {
-        case object(key: String?)
-        case array
-    }
+    /// Tokens nested deeper than this many objects and arrays are not reported (their nesting is still
+    /// followed): `JSONNesting.maxDepth`, beyond which no text is read anyway. It keeps each token's cost
+    /// bounded, so a scan takes time linear in the text whatever its depth.
+    public static let maxDepth = JSONNesting.maxDepth
 
-    /// Calls `visit` for every scalar token in document order; `visit` returns false to stop.
+    /// Calls `visit` for every scalar token in document order, down to `maxDepth` levels; `visit` returns
+    /// false to stop. Linear in the text: the key path is kept up to date as the scan goes, not rebuilt.
     public static func scan(_ bytes: [UInt8], _ visit: (Token) -> Bool) {
-        var stack: [Frame] = []
+        var path: [String?] = []       // one entry per open object (its current key) or array (nil)
+        var isObject: [Bool] = []      // parallel to `path`
+        var hidden = 0                 // levels open beyond `maxDepth`, whose tokens are not reported
         var expectingKey = false
         var index = 0
         let count = bytes.count
 
-        func path() -> [String?] {
-            stack.map { frame in if case .object(let key) = frame { key } else { nil } }
+        func open(_ object: Bool, _ text: String) -> Bool {
+            if hidden == 0, !visit(Token(kind: .container, path: path, text: text, range: index..<index + 1)) { return false }
+            if hidden == 0, path.count < maxDepth {
+                path.append(nil)
+                isObject.append(object)
+            } else {
+                hidden += 1
+            }
+            expectingKey = object
+            index += 1
+            return true
         }
 
         while index < count {
             let byte = bytes[index]
             switch byte {
             case UInt8(ascii: "{"):
-                if !visit(Token(kind: .container, path: path(), text: "{", range: index..<index + 1)) { return }
-                stack.append(.object(key: nil))
-                expectingKey = true
-                index += 1
+                if !open(true, "{") { return }
             case UInt8(ascii: "["):
-                if !visit(Token(kind: .container, path: path(), text: "[", range: index..<index + 1)) { return }
-                stack.append(.array)
-                expectingKey = false
-                index += 1
+                if !open(false, "[") { return }
             case UInt8(ascii: "}"), UInt8(ascii: "]"):
-                _ = stack.popLast()
+                if hidden > 0 {
+                    hidden -= 1
+                } else {
+                    _ = path.popLast()
+                    _ = isObject.popLast()
+                }
                 expectingKey = false
                 index += 1
             case UInt8(ascii: ","):
-                if case .object? = stack.last { expectingKey = true }
+                if hidden == 0, isObject.last == true { expectingKey = true }
                 index += 1
             case UInt8(ascii: ":"):
                 expectingKey = false
                 index += 1
             case UInt8(ascii: "\""):
                 let end = endOfString(bytes, from: index)
-                if expectingKey, case .object? = stack.last {
-                    stack[stack.count - 1] = .object(key: decodeString(bytes[index..<end]))
+                if hidden > 0 {
+                    // deeper than reported: skipped
+                } else if expectingKey, isObject.last == true {
+                    path[path.count - 1] = decodeString(bytes[index..<end])
                     expectingKey = false
-                } else if !visit(Token(kind: .string, path: path(), text: String(decoding: bytes[index..<end], as: UTF8.self), range: index..<end)) {
+                } else if !visit(Token(kind: .string, path: path, text: String(decoding: bytes[index..<end], as: UTF8.self), range: index..<end)) {
                     return
                 }
                 index = end
             case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"):
                 var end = index + 1
                 while end < count, isNumberByte(bytes[end]) { end += 1 }
-                if !visit(Token(kind: .number, path: path(), text: String(decoding: bytes[index..<end], as: UTF8.self), range: index..<end)) {
+                if hidden == 0, !visit(Token(kind: .number, path: path, text: String(decoding: bytes[index..<end], as: UTF8.self), range: index..<end)) {
                     return
                 }
                 index = end
             case UInt8(ascii: "a")...UInt8(ascii: "z"):
                 var end = index + 1
                 while end < count, (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(bytes[end]) { end += 1 }
-                if !visit(Token(kind: .literal, path: path(), text: String(decoding: bytes[index..<end], as: UTF8.self), range: index..<end)) {
+                if hidden == 0, !visit(Token(kind: .literal, path: path, text: String(decoding: bytes[index..<end], as: UTF8.self), range: index..<end)) {
                     return
                 }
                 index = end

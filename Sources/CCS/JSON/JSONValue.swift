@@ -27,7 +27,9 @@ public enum JSONValue: Sendable, Equatable {
     /// Parses one JSON text through `JSONFrontDoor`. Unpaired surrogate escapes read as U+FFFD (only when
     /// the first parse fails, the text is repaired by `JSONSurrogateRepair` and parsed again).
     /// - Throws: `JSONValue.ParseError` when the text is not JSON; its message carries Foundation's
-    ///   reason and position ("Invalid value around character 6.").
+    ///   reason and position ("not valid JSON: Invalid value around character 6."), or, for a text that nests
+    ///   objects and arrays deeper than `JSONNesting.maxDepth` (64), `JSONNesting.rule`
+    ///   ("nested deeper than 64 levels of objects and arrays"), checked in time linear in the text.
     public static func parse(_ data: Data) throws(ParseError) -> JSONValue {
         if !JSONFrontDoor.foundationOnly, let value = data.withUnsafeBytes({ JSONFrontDoor.parseWithLibrary($0) }) {
             return value
@@ -38,6 +40,10 @@ public enum JSONValue: Sendable, Equatable {
     /// Parses one JSON text with Foundation's `JSONSerialization` alone: what `JSONFrontDoor` declines, and
     /// the reference its results are tested against.
     static func parseWithFoundation(_ data: Data) throws(ParseError) -> JSONValue {
+        // Foundation's cost grows faster than the text with its depth: deeper texts never reach it.
+        if data.withUnsafeBytes({ JSONNesting.exceeds(JSONNesting.maxDepth, $0) }) {
+            throw ParseError(message: JSONNesting.rule)
+        }
         let data = escapingByteOrderMarks(data) ?? data
         let object: Any
         do {
@@ -203,7 +209,7 @@ public enum JSONValue: Sendable, Equatable {
             }
             exponent += sign * value
         }
-        while digits.first == 0 { digits.removeFirst() }
+        digits.removeFirst(digits.firstIndex { $0 != 0 } ?? digits.count)  // one move, not one per zero
         guard !digits.isEmpty else { return 0 }
         while digits.last == 0 {
             digits.removeLast()
