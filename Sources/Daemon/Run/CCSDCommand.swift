@@ -102,16 +102,19 @@ public enum CCSDCommand {
     }
 }
 
-/// Carries the exit code from the loop to the main thread.
-final class ExitBox: @unchecked Sendable {
+/// Carries the exit code from the loop to the main thread (`ccsd run`, `ccsd serve`).
+public final class ExitBox: @unchecked Sendable {
     // @unchecked Sendable: `code` is written once before `semaphore.signal()` and read after `wait()`.
     private var code: Int32 = 0
     private let semaphore = DispatchSemaphore(value: 0)
-    func set(_ value: Int32) {
+    public init() {}
+    /// Called once, on the loop, with the exit code.
+    public func set(_ value: Int32) {
         code = value
         semaphore.signal()
     }
-    func wait() -> Int32 {
+    /// Waits (on the main thread) for `set`.
+    public func wait() -> Int32 {
         semaphore.wait()
         return code
     }

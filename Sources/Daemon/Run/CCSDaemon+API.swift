@@ -235,22 +235,10 @@ extension CCSDaemon {
 
 /// JSON text for the daemon's API answers.
 enum HTTPJSON {
-    /// `text` as a JSON string literal (RFC 8259 §7).
+    /// `text` as a JSON string literal (RFC 8259 §7), written by `JSONValue.writeString`.
     static func string(_ text: String) -> String {
-        var out = "\""
-        for scalar in text.unicodeScalars {
-            switch scalar {
-            case "\"": out += "\\\""
-            case "\\": out += "\\\\"
-            case "\n": out += "\\n"
-            case "\r": out += "\\r"
-            case "\t": out += "\\t"
-            case _ where scalar.value < 0x20:
-                let hex = String(scalar.value, radix: 16)
-                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
-            default: out.unicodeScalars.append(scalar)
-            }
-        }
-        return out + "\""
+        var out = ""
+        JSONValue.writeString(text, to: &out)
+        return out
     }
 }

@@ -14,6 +14,8 @@ import TLS
 /// the loop.
 enum ServeCommand {
     static func main(_ arguments: [String]) -> Int32 {
+        // Before any thread starts: a SIGTERM during start-up must wait for its handler, not be dropped.
+        SignalMask.blockHandledSignals()
         signal(SIGPIPE, SIG_IGN)
         let environment = ProcessInfo.processInfo.environment
         let options: ServeOptions
@@ -44,7 +46,7 @@ enum ServeCommand {
             return DaemonLifecycle.ExitCode.storeFailed.rawValue
         }
         let loop = EventLoop(label: "ccsd.loop")
-        let exitCode = ExitCodeBox()
+        let exitCode = ExitBox()
         let service = ServiceBox()
         let daemon = CCSDaemon(configuration: configuration, store: store, outlet: DiscardingEventSink(), logger: logger,
                                loop: loop, exitWhenDone: false) { code in
@@ -158,21 +160,6 @@ final class ServiceBox: @unchecked Sendable {
     var router: APIRouter?
     var server: HTTPServer?
     var webhook: WebhookOutlet?
-}
-
-/// Carries the exit code from the loop to the main thread.
-final class ExitCodeBox: @unchecked Sendable {
-    // @unchecked Sendable: `code` is written once before `semaphore.signal()` and read after `wait()`.
-    private var code: Int32 = 0
-    private let semaphore = DispatchSemaphore(value: 0)
-    func set(_ value: Int32) {
-        code = value
-        semaphore.signal()
-    }
-    func wait() -> Int32 {
-        semaphore.wait()
-        return code
-    }
 }
 
 /// The events sink of `ccsd serve`: events are read from the journal (`GET /v1/events`), not written to a file.
