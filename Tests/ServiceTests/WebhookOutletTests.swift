@@ -145,10 +145,13 @@ import Testing
         }
 
         /// Commits what is pending (the webhook's cursor included) and closes the store.
+        /// Closes the store (and releases its directory lock) before returning; a loaded machine may take a
+        /// while (the writer finishes its commit first), so the bound is generous.
         func close() {
             let done = DispatchSemaphore(value: 0)
             loop.async { [self] in writer.close { done.signal() } }
-            _ = done.wait(timeout: .now() + 10)
+            let closed = done.wait(timeout: .now() + 60) == .success
+            #expect(closed, "the store did not close within 60 s")
         }
     }
 

@@ -18,7 +18,7 @@ public enum CCSDCommandLine {
             CCSDCommand.main(["run"] + $0)
         },
         Command(name: "serve", summary: "run as a service: the store, the connections and the HTTP API", main: ServeCommand.main),
-        Command(name: "send", summary: "submit one message to the running service", main: SendCommand.main),
+        Command(name: "send", summary: "submit messages to the running service (flags or a file)", main: SendCommand.main),
         Command(name: "events", summary: "follow the running service's events feed", main: EventsCommand.main),
         Command(name: "status", summary: "show the running service's connections, queue and recent errors", main: StatusCommand.main),
         Command(name: "check-config", summary: "check a configuration file and explain every problem", main: CheckConfigCommand.main),
