@@ -110,8 +110,53 @@ import XMLStream
             texts.append(#"{"message_type":"ack","message_id":"m","d":"# + String(repeating: "[", count: depth)
                 + String(repeating: "]", count: depth) + "}")
         }
+        texts += invalid
         return texts
     }()
+
+    /// Texts that are not JSON (RFC 8259), each broken inside a value ccsd never reads: both paths refuse them.
+    static let invalid: [String] = [
+        // Trailing commas (Foundation alone accepts them), at every level and with whitespace.
+        #"{"sender_id":"123","connections":2,}"#, "[1,]", "[ 1 , ]", "{\"a\":1 ,\n}", "[[],]", "[{},]", #"["a,",]"#,
+        #"{"to":"t","message_id":"m","data":{"a":"b",}}"#, #"{"to":"t","message_id":"m","data":{"a":[1,2,]}}"#,
+        #"{"message_type":"ack","message_id":"m","from":"t","x":[[1,],2]}"#, #"{"a":{"b":{"c":[{"d":1,}]}}}"#,
+        // Missing or doubled commas and colons.
+        #"{"a":1 "b":2}"#, "[1 2]", #"{"a":[true false]}"#, #"{"a":1,,"b":2}"#, "[,1]", #"{,"a":1}"#, "[,]", "{,}",
+        #"{"a" 1}"#, #"{"a":1:2}"#, "[1:2]", #"{"a":[1],"b"}"#, "{1:2}",
+        #"{"to":"t","message_id":"m","data":{"a":"b" "c":"d"}}"#,
+        // Content after the root.
+        #"{"a":1}}"#, "[1]]", #"{"a":[1,2]] }"#, "[1]\n,", "[1] [2]", #"{"a":1}{}"#,
+        #"{"to":"t","message_id":"m"} {"to":"u","message_id":"n"}"#,
+        // Bad literals, escapes and numbers nested in values ccsd does not read.
+        #"{"to":"t","message_id":"m","data":{"x":tru}}"#, #"{"to":"t","message_id":"m","data":{"x":[nul]}}"#,
+        #"{"to":"t","message_id":"m","data":{"x":truex}}"#, #"{"to":"t","message_id":"m","data":{"x":"\q"}}"#,
+        #"{"to":"t","message_id":"m","data":{"x":["\u12"]}}"#, #"{"to":"t","message_id":"m","data":{"x":[01]}}"#,
+        #"{"to":"t","message_id":"m","data":{"x":{"y":1.}}}"#, #"{"to":"t","message_id":"m","data":{"x":-}}"#,
+        #"{"message_type":"ack","message_id":"m","from":"t","x":{"y":[+1,0x10,.5,1e]}}"#,
+        #"{"message_type":"ack","message_id":"m","from":"t","x":{"y":NaN}}"#,
+    ]
+
+    /// Every invalid text is refused, with the same error, by the door and by the Foundation path.
+    @Test func invalidTextsAreRefused() {
+        for (index, text) in Self.invalid.enumerated() {
+            let data = Data(text.utf8)
+            #expect(data.withUnsafeBytes { JSONFrontDoor.parseWithLibrary($0) } == nil, "invalid text \(index): \(text)")
+            let front = Self.parsed(data)
+            let old = Self.reference { Self.parsed(data) }
+            guard case .failure(let error) = front, case .failure(let oldError) = old else {
+                Issue.record("invalid text \(index) read: \(text): \(front) / Foundation \(old)")
+                continue
+            }
+            #expect(error == oldError, "invalid text \(index): \(text)")
+            var string = text
+            #expect(JSONFrontDoor.withObject(string) { _ in true } == nil, "invalid text \(index): \(text)")
+            string = text
+            #expect((try? JSONValue.parse(string)) == nil, "invalid text \(index): \(text)")
+        }
+        #expect(throws: JSONValue.ParseError(message: "not valid JSON: Trailing comma around character 34.")) {
+            try JSONValue.parse(#"{"sender_id":"123","connections":2,}"#)
+        }
+    }
 
     @Test func hostileTextsReadAsBefore() {
         for (index, text) in Self.hostile.enumerated() {

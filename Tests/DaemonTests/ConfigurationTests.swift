@@ -86,8 +86,9 @@ import XMPP
         (#"{"primary_endpoint":"nohost"}"#, "primary_endpoint", "must be \"HOST:PORT\" with a port from 1 to 65535, got \"nohost\""),
         (#"{"primary_endpoint":"h:99999"}"#, "primary_endpoint", "must be \"HOST:PORT\" with a port from 1 to 65535, got \"h:99999\""),
         (#"{"sender_id":"abc"}"#, "sender_id", "must be the numeric sender ID (project number), got 3 characters that are not all digits"),
-        (#"{"keepalive_seconds":100,"dead_peer_seconds":90}"#, "dead_peer_seconds", "must be greater than keepalive_seconds"),
-        (#"{"retry_initial_seconds":10,"retry_max_seconds":5}"#, "retry_max_seconds", "must be at least retry_initial_seconds"),
+        (#"{"keepalive_seconds":100,"dead_peer_seconds":90}"#, "dead_peer_seconds", "must be greater than keepalive_seconds (100), got 90"),
+        (#"{"keepalive_seconds":2.5,"dead_peer_seconds":2.5}"#, "dead_peer_seconds", "must be greater than keepalive_seconds (2.5), got 2.5"),
+        (#"{"retry_initial_seconds":10,"retry_max_seconds":5}"#, "retry_max_seconds", "must be at least retry_initial_seconds (10), got 5"),
         (#"{"retry_initial_seconds":-1}"#, "retry_initial_seconds", "must be a number of seconds above 0, got -1"),
         (#"{"store":"redis"}"#, "store", "must be \"sqlite\" or \"memory\", got \"redis\""),
         (#"{"store":1}"#, "store", "must be \"sqlite\" or \"memory\", got 1"),
@@ -98,10 +99,36 @@ import XMPP
         (#"{"close_timeout_seconds":-3}"#, "close_timeout_seconds", "must be a number of seconds above 0, got -3"),
         (#"{"state-dir":"/x"}"#, "state-dir", "unknown key (did you mean state_dir?)"),
         (#"[1]"#, "test.json", "the file must hold one JSON object"),
-        (#"{"#, "test.json", "not valid JSON: Unexpected end of file during JSON parse."),
+        (#"{"#, "test.json", "not valid JSON: Unexpected end of file during JSON parse. The text ends at line 1, column 2, byte 1."),
+        ("{\n  \"window\": 5,\n  \"connections\": ", "test.json",
+         "not valid JSON: Unexpected end of file during JSON parse. The text ends at line 3, column 18, byte 34."),
+        ("{\n  \"window\": 5,\n  \"connections\": x}", "test.json", "not valid JSON: Invalid value around character 34. (line 3, column 18)"),
+        // RFC 8259 has no trailing commas (Foundation alone would take them).
+        (#"{"sender_id":"123","connections":2,}"#, "test.json", "not valid JSON: Trailing comma around character 34. (line 1, column 35)"),
+        ("{\"window\":5,\n\"state_dir\":[\"a\",\n]}", "test.json", "not valid JSON: Trailing comma around character 29. (line 2, column 17)"),
+        // Numbers are quoted as written.
+        (#"{"max_attempts":3.0}"#, "max_attempts", "must be an integer from 1 to 100, got 3.0"),
+        (#"{"window":1E1}"#, "window", "must be an integer from 1 to 100, got 1E1"),
+        (#"{"window":1e400}"#, "window", "must be an integer from 1 to 100, got 1e400"),
+        (#"{"window":-1e400}"#, "window", "must be an integer from 1 to 100, got -1e400"),
+        (#"{"keepalive_seconds":1e400}"#, "keepalive_seconds", "must be a number of seconds above 0, got 1e400"),
+        (#"{"window":123456789012345678901234567890}"#, "window", "must be an integer from 1 to 100, got 123456789012345678901234567890"),
     ])
     func invalidFilesNameTheKeyAndRule(json: String, field: String, rule: String) {
         #expect(throws: ConfigurationError(field: field, rule: rule)) { try load(json) }
+    }
+
+    /// A number no Double holds no longer hides the file's other problems behind one file-level line.
+    @Test func unrepresentableNumberIsNamedWithEveryOtherProblem() {
+        var configuration = Configuration()
+        let problems = configuration.problems(applyingFileContents: Data(#"{"window":1e400,"conections":2,"max_attempts":0,"keepalive_seconds":100,"dead_peer_seconds":90}"#.utf8), path: "test.json")
+        #expect(problems == [
+            ConfigurationError(field: "conections", rule: "unknown key (did you mean connections?)"),
+            ConfigurationError(field: "max_attempts", rule: "must be an integer from 1 to 100, got 0"),
+            ConfigurationError(field: "window", rule: "must be an integer from 1 to 100, got 1e400"),
+            ConfigurationError(field: "dead_peer_seconds", rule: "must be greater than keepalive_seconds (100), got 90"),
+        ])
+        #expect(configuration.window != 0)
     }
 
     @Test func serverKeyComesFromFlagFileThenEnvironmentThenConfigFile() throws {

@@ -13,6 +13,8 @@ import Synchronization
 /// surrogate escape, nesting deeper than `maxDepth`), a top-level scalar, a key repeated in one object
 /// (Foundation keeps one of them), and a number that is not a plain integer of at most 18 digits, which
 /// Foundation reads alone (so `1.0`, `-0`, `1E2` and `18446744073709551617` come out as they always did).
+/// Every text read is valid JSON (RFC 8259): simdjson refuses the texts it cannot read, Foundation the texts it
+/// is given, except a trailing comma (`[1,]`), which Foundation accepts and `JSONTrailingComma` refuses.
 public enum JSONFrontDoor {
     /// Nesting (objects and arrays) beyond this is declined to Foundation, which decides (CCS payloads nest 3 deep).
     public static let maxDepth = 64

@@ -27,7 +27,8 @@ public enum JSONValue: Sendable, Equatable {
     /// Parses one JSON text through `JSONFrontDoor`. Unpaired surrogate escapes read as U+FFFD (only when
     /// the first parse fails, the text is repaired by `JSONSurrogateRepair` and parsed again).
     /// - Throws: `JSONValue.ParseError` when the text is not JSON; its message carries Foundation's
-    ///   reason and position ("not valid JSON: Invalid value around character 6."), or, for a text that nests
+    ///   reason and position ("not valid JSON: Invalid value around character 6."; a trailing comma, which
+    ///   Foundation alone would accept, gives "not valid JSON: Trailing comma around character 7."), or, for a text that nests
     ///   objects and arrays deeper than `JSONNesting.maxDepth` (64), `JSONNesting.rule`
     ///   ("nested deeper than 64 levels of objects and arrays"), checked in time linear in the text.
     public static func parse(_ data: Data) throws(ParseError) -> JSONValue {
@@ -51,10 +52,13 @@ public enum JSONValue: Sendable, Equatable {
         } catch {
             if let repaired = JSONSurrogateRepair.repaired(data),
                let again = try? JSONSerialization.jsonObject(with: repaired, options: [.fragmentsAllowed]) {
+                if let error = data.withUnsafeBytes({ JSONTrailingComma.error(in: $0) }) { throw error }
                 return JSONValue(foundation: again)
             }
             throw ParseError(message: "not valid JSON: " + ParseError.reason(error))
         }
+        // Foundation accepts a comma before `]` or `}`; RFC 8259 does not, and neither does ccsd.
+        if let error = data.withUnsafeBytes({ JSONTrailingComma.error(in: $0) }) { throw error }
         return JSONValue(foundation: object)
     }
 

@@ -229,15 +229,35 @@ extension Configuration {
     /// (`validationProblems`) among keys whose values were valid. Empty when the file is good.
     public mutating func problems(applyingFileContents fileContents: Data, path: String) -> [ConfigurationError] {
         let object: [String: JSONValue]
-        do {
-            guard let parsed = try JSONValue.parse(fileContents).objectValue else {
+        // Numbers as written, by top-level key: an error quotes `3.0` or `1e400`, not the value read from it.
+        var written: [String: String] = [:]
+        var unreadable: [JSONTokenScan.Token] = []
+        do throws(JSONValue.ParseError) {
+            let parsed: JSONValue
+            do {
+                parsed = try JSONValue.parse(fileContents)
+            } catch {
+                // A number no Double holds (`1e400`) makes the whole text unreadable to Foundation: read it as
+                // null instead, so that its key and rule are named with every other problem of the file.
+                let lenient = try JSONValue.parseReplacingUnrepresentableNumbers(fileContents)
+                guard !lenient.replaced.isEmpty else { throw error }
+                parsed = lenient.value
+                unreadable = lenient.replaced
+            }
+            guard let parsed = parsed.objectValue else {
                 return [ConfigurationError(field: path, rule: "the file must hold one JSON object")]
             }
             object = parsed
         } catch {
-            // Foundation's reason and position ("... around line 3, column 5."), never the text itself: a
-            // server key pasted into the file must not reach the terminal.
-            return [ConfigurationError(field: path, rule: error.message)]
+            // Foundation's reason and position, never the text itself: a server key pasted into the file must
+            // not reach the terminal.
+            return [ConfigurationError(field: path, rule: Self.withPosition(error.message, in: fileContents))]
+        }
+        JSONTokenScan.scan([UInt8](fileContents)) { token in
+            if token.kind == .number, token.path.count == 1, let key = token.path[0], written[key] == nil {
+                written[key] = token.text
+            }
+            return true
         }
         var problems: [ConfigurationError] = []
         var invalid: Set<String> = []
@@ -247,14 +267,51 @@ extension Configuration {
                 problems.append(ConfigurationError(field: Configuration.shown(key), rule: "unknown key\(suggestion)"))
                 continue
             }
+            let value = object[key]!
             do {
-                try apply(key: key, value: object[key]!)
+                try apply(key: key, value: value)
             } catch {
+                var error = error
+                let read = "got " + Self.describe(value)
+                if let text = written[key], error.rule.hasSuffix(read) {
+                    error.rule = String(error.rule.dropLast(read.count)) + "got " + Self.shortened(text)
+                }
                 problems.append(error)
+                invalid.insert(key)
+                continue
+            }
+            // A known key whose value held an unreadable number deeper down (no key takes one today).
+            for token in unreadable where token.path.first == key && token.path.count > 1 {
+                problems.append(ConfigurationError(field: token.dottedPath ?? key, rule: "must be a number a 64-bit float holds, got \(Self.shortened(token.text))"))
                 invalid.insert(key)
             }
         }
         return problems + validationProblems(skipping: invalid)
+    }
+
+    /// Foundation's reason with where the text breaks: "around character 12." gains the line and column
+    /// ("(line 2, column 5)"), and a reason with no position (a text cut short: "Unexpected end of file during
+    /// JSON parse.") gains the end of the text ("at line 3, column 1, byte 40: the file ends there").
+    static func withPosition(_ message: String, in text: Data) -> String {
+        func lineAndColumn(_ offset: Int) -> String {
+            let before = text.prefix(max(0, min(offset, text.count)))
+            let line = before.reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+            let column = before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 - before.startIndex + 1 } ?? 0) + 1
+            return "line \(line), column \(column)"
+        }
+        if let range = message.range(of: "around character "),
+           let offset = Int(message[range.upperBound...].prefix(while: \.isNumber)) {
+            return message + " (\(lineAndColumn(offset)))"
+        }
+        if message.contains("end of file") {
+            return message + " The text ends at \(lineAndColumn(text.count)), byte \(text.count)."
+        }
+        return message
+    }
+
+    /// Written text for an error message, shortened past 60 characters.
+    static func shortened(_ text: String) -> String {
+        text.count > 60 ? String(text.prefix(57)) + "..." : text
     }
 
     private mutating func apply(key: String, value: JSONValue) throws(ConfigurationError) {
@@ -333,10 +390,10 @@ extension Configuration {
                                 ("refused_reconnect", refusedReconnectBackoff)]
         where backoff.cap < backoff.base
             && !invalid.contains("\(name)_initial_seconds") && !invalid.contains("\(name)_max_seconds") {
-            problems.append(ConfigurationError(field: "\(name)_max_seconds", rule: "must be at least \(name)_initial_seconds"))
+            problems.append(ConfigurationError(field: "\(name)_max_seconds", rule: "must be at least \(name)_initial_seconds (\(Self.seconds(backoff.base))), got \(Self.seconds(backoff.cap))"))
         }
         if deadPeerSeconds <= keepaliveSeconds, !invalid.contains("dead_peer_seconds"), !invalid.contains("keepalive_seconds") {
-            problems.append(ConfigurationError(field: "dead_peer_seconds", rule: "must be greater than keepalive_seconds"))
+            problems.append(ConfigurationError(field: "dead_peer_seconds", rule: "must be greater than keepalive_seconds (\(Self.seconds(keepaliveSeconds))), got \(Self.seconds(deadPeerSeconds))"))
         }
         return problems
     }
@@ -468,6 +525,11 @@ extension Configuration {
             throw ConfigurationError(field: key, rule: "must be \"HOST:PORT\" with a port from 1 to 65535, got \(describe(value))")
         }
         return endpoint
+    }
+
+    /// Seconds for an error message: `30`, `2.5`.
+    static func seconds(_ value: Double) -> String {
+        value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)
     }
 
     /// A value for an error message: its JSON text, shortened past 60 characters; a string only when
