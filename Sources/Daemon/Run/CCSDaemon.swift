@@ -55,7 +55,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     var storeDown = false
     /// Records already logged when they were made (invalid intake lines, logged without their value).
     var loggedRecords: Set<UInt64> = []
-    /// The HTTP API's submissions waiting for their commits and its journal observers (CCSDaemon+API.swift).
+    /// The HTTP API's submissions waiting for their commits, and the journal's last seq (CCSDaemon+API.swift).
     let api = DaemonAPIState()
     /// Unreadable CCS messages (nothing to ACK them by): each logged once, redeliveries counted.
     var unreadable = UnreadableMessageLog()
