@@ -42,14 +42,16 @@ token = args[args.index("--token") + 1] if "--token" in args else None
 messages = {}  # message_id -> polls so far
 acked_through = [0]
 counter = [0]
-EVENTS = [
-    {"event": "connection", "id": 1, "endpoint": "127.0.0.1:5235", "state": "connected", "seq": 1, "time": "2026-11-30T12:00:00.000Z"},
-    {"event": "accepted", "message_id": "m-1", "seq": 2, "time": "2026-11-30T12:00:00.100Z"},
-    {"event": "acked", "message_id": "m-1", "to": "tok", "seq": 3, "time": "2026-11-30T12:00:00.200Z"},
-    {"event": "upstream", "message_id": "u-1", "from": "dev", "category": "app", "data": {"k": "v"}, "seq": 4, "time": "2026-11-30T12:00:00.300Z"},
-    {"event": "nacked", "message_id": "m-2", "error": "DEVICE_UNREGISTERED", "description": None, "final": True,
-     "invalid_token": True, "seq": 5, "time": "2026-11-30T12:00:00.400Z"},
+# Each event as ccsd writes it (its own key order, seq and time last, numbers as written): `ccsd events`
+# must print these texts byte for byte.
+EVENT_TEXTS = [
+    '{"event":"connection","id":1,"endpoint":"127.0.0.1:5235","state":"connected","seq":1,"time":"2026-11-30T12:00:00.000Z"}',
+    '{"event":"accepted","message_id":"m-1","seq":2,"time":"2026-11-30T12:00:00.100Z"}',
+    '{"event":"acked","message_id":"m-1","to":"tok","seq":3,"time":"2026-11-30T12:00:00.200Z"}',
+    '{"event":"upstream","message_id":"u-1","from":"dev","category":"app","data":{"k":"v","n":2419201.0,"e":1E2,"z":-0,"x":1e308,"s":"caf\\u00e9 [a,b] \\" }"},"seq":4,"time":"2026-11-30T12:00:00.300Z"}',
+    '{"event":"nacked","message_id":"m-2","error":"DEVICE_UNREGISTERED","description":null,"final":true,"invalid_token":true,"seq":5,"time":"2026-11-30T12:00:00.400Z"}',
 ]
+EVENTS = [json.loads(text) for text in EVENT_TEXTS]
 STATUS = {
     "lifecycle": "running", "store_writable": True,
     "connections": [
@@ -71,7 +73,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         return "stub"
 
     def answer(self, status, obj, headers=()):
-        body = (json.dumps(obj) + "\n").encode()
+        self.answer_text(status, json.dumps(obj), headers)
+
+    def answer_text(self, status, text, headers=()):
+        body = (text + "\n").encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json; charset=utf-8")
         self.send_header("Content-Length", str(len(body)))
@@ -145,8 +150,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
         if route == ("GET", "/v1/events"):
             after = int(query.get("after", acked_through[0]))
             limit = int(query.get("limit", 100))
-            page = [e for e in EVENTS if e["seq"] > after][:limit]
-            return self.answer(200, {"events": page, "next": page[-1]["seq"] if page else after})
+            page = [(e["seq"], text) for e, text in zip(EVENTS, EVENT_TEXTS) if e["seq"] > after][:limit]
+            return self.answer_text(200, '{"events":[' + ",".join(text for _, text in page) + '],"next":'
+                                    + str(page[-1][0] if page else after) + "}")
         if route == ("POST", "/v1/events/ack"):
             acked_through[0] = json.loads(body)["through"]
             return self.answer(200, {"consumer": "api", "through": acked_through[0]})

@@ -108,6 +108,11 @@ import Testing
         #expect(feed.json?["next"]?.intValue == seqs.last)
         #expect(events.contains { $0["event"] == .string("accepted") && $0["message_id"] == .string("b-1") })
         #expect(events.contains { $0["event"] == .string("rejected") && $0["message_id"] == .string("b-2") })
+        // A rejection's line is the message's 1-based position in its request (the invalid one was second,
+        // the duplicate fourth), in the event and in the log line.
+        #expect(events.contains { $0["event"] == .string("rejected") && $0["message_id"] == .string("b-2") && $0["line"] == .int(2) })
+        #expect(events.contains { $0["event"] == .string("rejected") && $0["message_id"] == .string("b-1") && $0["line"] == .int(4) })
+        #expect(bed.log.split(separator: "\n").contains { $0.contains("message rejected") && $0.contains("line=2") && $0.contains("b-2") })
         #expect(events.contains { $0["event"] == .string("acked") && $0["message_id"] == .string(generated) })
         #expect(events.allSatisfy { $0["time"]?.stringValue?.hasSuffix("Z") == true })
         #expect(bed.stop() == 0)

@@ -91,7 +91,14 @@ import Testing
         let code = EventsCommand.run(["--after", "1", "--limit", "2", "--ack"] + stub.apiFlags, environment: [:],
                                      output: captured.output)
         #expect(code == 0)
-        #expect(captured.out.map { try? JSONValue.parse($0)["seq"] } == [.int(2), .int(3), .int(4), .int(5)])
+        // Each event exactly as the answer holds it: ccsd's key order (seq and time last), numbers digit for
+        // digit (2419201.0, 1E2, -0, 1e308), escapes as written; not parsed and written again.
+        #expect(captured.out == [
+            #"{"event":"accepted","message_id":"m-1","seq":2,"time":"2026-11-30T12:00:00.100Z"}"#,
+            #"{"event":"acked","message_id":"m-1","to":"tok","seq":3,"time":"2026-11-30T12:00:00.200Z"}"#,
+            #"{"event":"upstream","message_id":"u-1","from":"dev","category":"app","data":{"k":"v","n":2419201.0,"e":1E2,"z":-0,"x":1e308,"s":"caf\u00e9 [a,b] \" }"},"seq":4,"time":"2026-11-30T12:00:00.300Z"}"#,
+            #"{"event":"nacked","message_id":"m-2","error":"DEVICE_UNREGISTERED","description":null,"final":true,"invalid_token":true,"seq":5,"time":"2026-11-30T12:00:00.400Z"}"#,
+        ])
         let requests = stub.requests().map { "\($0["method"]?.stringValue ?? "") \($0["path"]?.stringValue ?? "") \($0["body"]?.stringValue ?? "")" }
         #expect(requests == [
             "GET /v1/events?after=1&limit=2 ",

@@ -184,21 +184,9 @@ public final class IntakeReader: @unchecked Sendable {
     }
 
     private func item(for line: [UInt8], lineNumber: Int) -> CCSDaemon.IntakeItem {
-        let data = Data(line)
-        switch DownstreamIntake.parse(line: data, now: Date()) {
-        case .success(var message):
-            if message.messageID == nil {
-                nextID += 1
-                message = message.withMessageID(idPrefix + String(nextID))
-            }
-            return .message(message, line: lineNumber)
-        case .failure(let error):
-            // Name the message in the event when the line has a readable message_id.
-            // A line Foundation refuses may still carry a readable message_id (found lexically).
-            let value = try? JSONValue.parse(data)
-            let messageID = value?["message_id"]?.stringValue ?? value?["message"]?["message_id"]?.stringValue
-                ?? (value == nil ? JSONTokenScan.topLevelString("message_id", in: line) : nil)
-            return .invalid(line: lineNumber, messageID: messageID, error: error)
-        }
+        let item = CCSDaemon.IntakeItem.parsing(line, line: lineNumber, now: Date())
+        guard case .message(let message, let line) = item, message.messageID == nil else { return item }
+        nextID += 1
+        return .message(message.withMessageID(idPrefix + String(nextID)), line: line)
     }
 }

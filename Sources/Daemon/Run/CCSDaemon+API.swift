@@ -108,13 +108,13 @@ extension CCSDaemon {
         var actions: [DispatcherAction] = []
         for (index, item) in items.enumerated() {
             switch item {
-            case .message(let message, _):
+            case .message(let message, let line):
                 let key = message.targetKey
                 let record = MessageRecord(messageID: message.messageID!, json: message.jsonString(), to: key, rateKey: key,
                                            acceptedAt: now, acceptedAtUnixMillis: unixMillis,
                                            timeToLive: message.effectiveTimeToLive)
                 // One at a time, so that each action answers this item (a duplicate within the batch included).
-                for action in dispatcher.submit([(record, nil)], now: now) {
+                for action in dispatcher.submit([(record, line > 0 ? line : nil)], now: now) {
                     switch action {
                     case .persist(let persisted, _):
                         api.awaitingInsert[persisted.messageID] = (ticket, index)
@@ -124,12 +124,12 @@ extension CCSDaemon {
                     }
                     actions.append(action)
                 }
-            case .invalid(_, let messageID, let error):
-                logger.warning("message rejected", ["message_id": messageID ?? "", "field": ValidationError.logSafeField(error.field),
+            case .invalid(let line, let messageID, let error):
+                logger.warning("message rejected", ["line": "\(line)", "message_id": messageID ?? "", "field": ValidationError.logSafeField(error.field),
                                                     "error": error.logDescription, "retryable": "false", "source": "api"])
                 let result = SubmissionResult.rejected(messageID: messageID, field: error.field, rule: error.rule, value: error.value,
                                                        error: error.description, retryable: false, outcome: nil)
-                for action in dispatcher.rejectInvalid(messageID: messageID, field: error.field, error: error.description, line: nil) {
+                for action in dispatcher.rejectInvalid(messageID: messageID, field: error.field, error: error.description, line: line > 0 ? line : nil) {
                     if case .record(let request) = action {
                         loggedRecords.insert(request.id)
                         api.awaitingRecord[request.id] = (ticket, index, result)

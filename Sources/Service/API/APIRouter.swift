@@ -193,7 +193,7 @@ public final class APIRouter: @unchecked Sendable {
         let limit = options.maxBatchMessages
         let body = request.body
         Self.parseQueue.async { [weak self] in
-            let parsed = Self.split(body, jsonLines: jsonLines, maxMessages: limit).map { $0.map { Self.parse($0, now: Date()) } }
+            let parsed = Self.split(body, jsonLines: jsonLines, maxMessages: limit).map { Self.parse($0, now: Date()) }
             self?.loop.execute { [weak self] in self?.submit(parsed, responder) }
         }
     }
@@ -243,26 +243,47 @@ public final class APIRouter: @unchecked Sendable {
         }
     }
 
-    /// The messages of a body: one JSON object, a JSON array of them, or JSON lines (each message's JSON text).
-    /// - Returns: `bad_json` naming the line or the parser's offset when the body (or a line) is not JSON;
-    ///   `body_too_large` (413) when it holds more than `maxMessages` messages.
+    /// The messages of a body, each as the exact bytes it was written in: one JSON object, a JSON array of
+    /// them (each element's byte range, `JSONArrayElements`), or JSON lines (each line). Nothing is parsed
+    /// and written again, so each message reaches the validator as `ccsd run` would read it as a line.
+    /// - Returns: `bad_json` naming the line, the message's position and byte offset, or the parser's
+    ///   offset when the body (or one message) is not JSON (a number no Double holds, like `1e400`, and
+    ///   nesting deeper than the limit do not count: they are the message's validation errors);
+    ///   `body_too_large` (413) when it holds more than `maxMessages` messages (counted before parsing).
     static func split(_ body: Data, jsonLines: Bool, maxMessages: Int = Int.max) -> Result<[Data], RequestError> {
-        let first = body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
-        guard first != nil else { return .failure(.badRequest("the body holds no message")) }
+        let bytes = [UInt8](body)
+        guard let first = bytes.firstIndex(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) else {
+            return .failure(.badRequest("the body holds no message"))
+        }
         if !jsonLines {
-            // Counted before parsing: Foundation's objects for 100k small messages take hundreds of MB.
-            guard topLevelElements(body, atMost: maxMessages) <= maxMessages else { return .failure(.tooManyMessages(maxMessages)) }
-            let value: JSONValue
-            do { value = try JSONValue.parse(body) } catch {
+            if bytes[first] == UInt8(ascii: "[") {
+                // Counted before parsing: Foundation's objects for 100k small messages take hundreds of MB.
+                switch JSONArrayElements.scan(bytes, openingAt: first, atMost: maxMessages) {
+                case .moreThan:
+                    return .failure(.tooManyMessages(maxMessages))
+                case .malformed(let offset, let reason):
+                    return .failure(.badJSON("the body is not JSON: \(reason) (byte \(offset))"))
+                case .elements(let ranges, let end):
+                    if let extra = bytes[end...].firstIndex(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }) {
+                        return .failure(.badJSON("the body is not JSON: text after the array (byte \(extra))"))
+                    }
+                    guard !ranges.isEmpty else { return .failure(.badRequest("the array holds no message")) }
+                    var messages: [Data] = []
+                    for (index, range) in ranges.enumerated() {
+                        let message = Data(bytes[range])
+                        if let problem = notJSON(message) {
+                            return .failure(.badJSON("message \(index) (byte \(range.lowerBound)) is not JSON: \(problem)"))
+                        }
+                        messages.append(message)
+                    }
+                    return .success(messages)
+                }
+            }
+            if let problem = notJSON(body) {
                 // Several objects on lines of their own, sent as application/json: JSON lines.
                 let lines = body.split(separator: 0x0A).filter { line in line.contains { ![0x20, 0x09, 0x0D].contains($0) } }
-                if lines.count > 1, first == UInt8(ascii: "{") { return split(body, jsonLines: true, maxMessages: maxMessages) }
-                return .failure(.badJSON("the body is not JSON: \(error)"))
-            }
-            if case .array(let elements) = value {
-                guard !elements.isEmpty else { return .failure(.badRequest("the array holds no message")) }
-                guard elements.count <= maxMessages else { return .failure(.tooManyMessages(maxMessages)) }
-                return .success(elements.map { Data($0.serialized().utf8) })
+                if lines.count > 1, bytes[first] == UInt8(ascii: "{") { return split(body, jsonLines: true, maxMessages: maxMessages) }
+                return .failure(.badJSON("the body is not JSON: \(problem)"))
             }
             return .success([body])
         }
@@ -270,8 +291,8 @@ public final class APIRouter: @unchecked Sendable {
         for (number, line) in body.split(separator: 0x0A, omittingEmptySubsequences: false).enumerated() {
             guard line.contains(where: { ![0x20, 0x09, 0x0D].contains($0) }) else { continue }
             guard messages.count < maxMessages else { return .failure(.tooManyMessages(maxMessages)) }
-            do { _ = try JSONValue.parse(Data(line)) } catch {
-                return .failure(.badJSON("line \(number + 1) is not JSON: \(error)"))
+            if let problem = notJSON(Data(line)) {
+                return .failure(.badJSON("line \(number + 1) is not JSON: \(problem)"))
             }
             messages.append(Data(line))
         }
@@ -279,28 +300,37 @@ public final class APIRouter: @unchecked Sendable {
         return .success(messages)
     }
 
+    /// Why `text` is not JSON, or nil when it is. A number no Double holds (`1e400`) and nesting deeper
+    /// than `JSONNesting.maxDepth` leave the text JSON: the validator refuses that message for them, naming
+    /// the field and the rule, as `ccsd run` does for such a line, and the rest of the batch is taken.
+    static func notJSON(_ text: Data) -> String? {
+        do {
+            _ = try JSONValue.parse(text)
+            return nil
+        } catch {
+            if error.message == JSONNesting.rule { return nil }
+            if (try? JSONValue.parseReplacingUnrepresentableNumbers(text)) != nil { return nil }
+            return "\(error)"
+        }
+    }
+
     /// How many elements the top-level array of `body` has (0 when it is not an array), counting no further
     /// than `limit + 1` (a lexical scan: nothing is parsed).
     static func topLevelElements(_ body: Data, atMost limit: Int) -> Int {
-        var count = 0
-        JSONTokenScan.scan(Array(body)) { token in
-            if token.path.isEmpty { return token.text == "[" }  // the top level: an array, or nothing to count
-            if token.path.count == 1, token.path[0] == nil { count += 1 }
-            return count <= limit
+        let bytes = [UInt8](body)
+        guard let first = bytes.firstIndex(where: { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }),
+              bytes[first] == UInt8(ascii: "[") else { return 0 }
+        switch JSONArrayElements.scan(bytes, openingAt: first, atMost: limit) {
+        case .elements(let ranges, _): return ranges.count
+        case .moreThan: return limit + 1
+        case .malformed: return 0
         }
-        return count
     }
 
-    /// One message validated exactly like an intake line of `ccsd run` (one without message_id gets it on the loop).
-    static func parse(_ data: Data, now: Date) -> CCSDaemon.IntakeItem {
-        switch DownstreamIntake.parse(line: data, now: now) {
-        case .success(let message):
-            return .message(message, line: 0)
-        case .failure(let error):
-            let value = try? JSONValue.parse(data)
-            let messageID = value?["message_id"]?.stringValue ?? value?["message"]?["message_id"]?.stringValue
-            return .invalid(line: 0, messageID: messageID, error: error)
-        }
+    /// The messages of a request validated exactly like intake lines of `ccsd run`, each with its 1-based
+    /// position in the request as its `line` (one without message_id gets it on the loop).
+    static func parse(_ messages: [Data], now: Date) -> [CCSDaemon.IntakeItem] {
+        messages.enumerated().map { index, data in CCSDaemon.IntakeItem.parsing([UInt8](data), line: index + 1, now: now) }
     }
 
     /// 202 with one result per message (docs/api.md, `POST /v1/messages`).

@@ -79,14 +79,20 @@ enum EventsCommand {
         var next: Int64?
     }
 
-    /// Reads a `GET /v1/events` answer (`{"events":[…],"next":N}`).
+    /// Reads a `GET /v1/events` answer (`{"events":[…],"next":N}`). Each event is printed as the exact text
+    /// the answer holds (ccsd's journaled text: its key order, numbers digit for digit), cut out of the body
+    /// by `JSONArrayElements`, never parsed and written again.
     /// - Returns: nil when the answer is not such an object (the caller reports `response.errorSummary`).
     static func page(_ response: APIResponse) -> Page? {
         guard response.status == 200, let json = response.json, let events = json["events"]?.arrayValue else {
             return nil
         }
+        let bytes = [UInt8](response.body)
+        guard let array = JSONTokenScan.firstToken(at: ["events"], in: bytes), array.text == "[",
+              case .elements(let ranges, _) = JSONArrayElements.scan(bytes, openingAt: array.range.lowerBound),
+              ranges.count == events.count else { return nil }
         let next = json["next"]?.intValue ?? events.last?["seq"]?.intValue
-        return Page(lines: events.map { $0.serialized() }, next: next)
+        return Page(lines: ranges.map { String(decoding: bytes[$0], as: UTF8.self) }, next: next)
     }
 
     static func main(_ arguments: [String]) -> Int32 {
