@@ -30,7 +30,7 @@ public enum JSONArrayElements: Sendable, Equatable {
             switch byte {
             case UInt8(ascii: "\""):
                 if elementStart == nil { elementStart = index }
-                index = endOfString(bytes, from: index)
+                index = JSONTokenScan.endOfString(bytes, from: index)
                 elementEnd = index
                 continue
             case UInt8(ascii: ","), UInt8(ascii: "]"):
@@ -63,18 +63,5 @@ public enum JSONArrayElements: Sendable, Equatable {
             index += 1
         }
         return .malformed(offset: count, reason: "the array is not closed")
-    }
-
-    /// The index just past the closing quote of the string starting at `start` (or the end of the text).
-    private static func endOfString(_ bytes: [UInt8], from start: Int) -> Int {
-        var index = start + 1
-        while index < bytes.count {
-            switch bytes[index] {
-            case UInt8(ascii: "\\"): index += 2
-            case UInt8(ascii: "\""): return index + 1
-            default: index += 1
-            }
-        }
-        return bytes.count
     }
 }

@@ -172,7 +172,8 @@ public struct JSONTokenScan {
     // MARK: Helpers
 
     /// The index just past the closing quote of the string starting at `start` (or the end of the text).
-    private static func endOfString(_ bytes: [UInt8], from start: Int) -> Int {
+    /// Also `JSONArrayElements`' string skip.
+    static func endOfString(_ bytes: [UInt8], from start: Int) -> Int {
         var index = start + 1
         while index < bytes.count {
             switch bytes[index] {
