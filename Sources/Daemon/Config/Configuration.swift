@@ -31,6 +31,7 @@ import Foundation
 /// | `max_line_bytes` | integer 1024…16777216 | 65536 (longest intake line) |
 /// | `max_queued` | integer 1…10000000 | 20000 (outstanding messages above which intake pauses) |
 /// | `max_pending_upstream` | integer 1…100000 | 1000 (ACKs owed on one connection above which ccsd stops reading it) |
+/// | `max_event_backlog` | integer 1…100000000 | 1000000 (events not acknowledged by the slowest consumer at which new downstream messages wait) |
 /// | `shutdown_grace_seconds` | number > 0 | 10 (on SIGTERM: time to finish outstanding messages) |
 /// | `ack_timeout_seconds` | number > 0 | 60 (a connection resolving nothing that long is dropped, its messages resent) |
 /// | `drain_timeout_seconds` | number > 0 | 300 (a draining stream the server has not closed by then is closed by ccsd) |
@@ -82,6 +83,9 @@ public struct Configuration: Sendable {
     /// Upstream messages and receipts awaiting their record (ACKs owed) on one connection at which ccsd stops
     /// reading that connection, until they fall to half.
     public var maxPendingUpstream = 1000
+    /// Journaled events not yet acknowledged by the slowest registered consumer at which new downstream
+    /// messages wait (intake stops reading, the API answers 503), until they fall to half.
+    public var maxEventBacklog = 1_000_000
     /// Seconds a SIGTERM waits for outstanding messages to finish before they end as `SHUTDOWN`.
     public var shutdownGraceSeconds = 10.0
     /// Seconds a sent message may wait for its ack or nack before its connection counts as broken.
@@ -206,7 +210,7 @@ extension Configuration {
         "rate_limit_initial_seconds", "rate_limit_max_seconds", "reconnect_initial_seconds", "reconnect_max_seconds",
         "upstream_dedupe_seconds", "connect_timeout_seconds", "handshake_timeout_seconds", "login_timeout_seconds",
         "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes", "max_stanza_depth", "max_stanza_attributes",
-        "max_line_bytes", "max_queued", "max_pending_upstream", "shutdown_grace_seconds",
+        "max_line_bytes", "max_queued", "max_pending_upstream", "max_event_backlog", "shutdown_grace_seconds",
         "ack_timeout_seconds", "drain_timeout_seconds", "refused_reconnect_initial_seconds",
         "refused_reconnect_max_seconds", "healthy_connection_seconds", "close_timeout_seconds",
         "failure_close_timeout_seconds", "state_dir", "store", "store_synchronous", "final_retention_seconds",
@@ -343,6 +347,7 @@ extension Configuration {
         case "max_line_bytes": maxLineBytes = try Self.integer(key, value, 1024...16_777_216)
         case "max_queued": maxQueued = try Self.integer(key, value, 1...10_000_000)
         case "max_pending_upstream": maxPendingUpstream = try Self.integer(key, value, 1...100_000)
+        case "max_event_backlog": maxEventBacklog = try Self.integer(key, value, 1...100_000_000)
         case "shutdown_grace_seconds": shutdownGraceSeconds = try Self.seconds(key, value)
         case "ack_timeout_seconds": ackTimeoutSeconds = try Self.seconds(key, value)
         case "drain_timeout_seconds": drainTimeoutSeconds = try Self.seconds(key, value)

@@ -21,6 +21,9 @@ public enum SubmissionResult: Sendable, Equatable {
 public enum SubmissionRefusal: Sendable, Equatable, CustomStringConvertible {
     /// `outstanding` messages are live, at or above `maxQueued`.
     case queueFull(outstanding: Int, maxQueued: Int)
+    /// `backlog` events are not acknowledged by the slowest consumer, at or above `maxEventBacklog` (and not
+    /// yet back to half of it).
+    case eventBacklogFull(backlog: Int64, maxEventBacklog: Int)
     /// The daemon is starting (not yet running), or stopping.
     case notRunning(state: String)
     /// The store cannot take writes.
@@ -29,6 +32,8 @@ public enum SubmissionRefusal: Sendable, Equatable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .queueFull(let outstanding, let maxQueued): "the queue is full (\(outstanding) messages outstanding, max_queued \(maxQueued))"
+        case .eventBacklogFull(let backlog, let maxEventBacklog):
+            "too many events not acknowledged by a consumer (\(backlog) events, max_event_backlog \(maxEventBacklog))"
         case .notRunning(let state): state.hasPrefix("starting") || state == "idle" ? "ccsd is starting" : "ccsd is stopping"
         case .storeUnavailable: "the store cannot take writes right now"
         }
@@ -98,6 +103,9 @@ extension CCSDaemon {
         }
         if storeDown || dispatcher.storeUnavailableReason != nil { return .storeUnavailable }
         if dispatcher.outstanding >= maxQueued { return .queueFull(outstanding: dispatcher.outstanding, maxQueued: maxQueued) }
+        if eventBacklogHoldsIntake {
+            return .eventBacklogFull(backlog: eventBacklog.count, maxEventBacklog: configuration.maxEventBacklog)
+        }
         if items.isEmpty {
             completion([])
             return nil
@@ -227,9 +235,10 @@ extension CCSDaemon {
     public var lastJournaledSeq: Int64 { api.lastJournaledSeq }
 
     /// Records that `consumer` has every event through `seq` (rides on the next commit; the store may then
-    /// prune what every consumer acknowledged). Call on the loop.
+    /// prune what every consumer acknowledged), and counts it for `max_event_backlog`. Call on the loop.
     public func acknowledgeJournal(consumer: String, through seq: Int64) {
         writer.acknowledgeEvents(consumer: consumer, through: seq)
+        eventConsumerAcknowledged(consumer, through: seq)
     }
 }
 

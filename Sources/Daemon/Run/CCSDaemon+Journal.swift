@@ -37,7 +37,14 @@ private final class WriterBox: @unchecked Sendable {
 
 extension CCSDaemon {
     /// The events journal of this daemon's store, for consumers on other threads.
-    public var journalAccess: EventJournalAccess { .writer(writer, post: execute) }
+    /// Acknowledgements go through `acknowledgeJournal`, so they count for `max_event_backlog`.
+    public var journalAccess: EventJournalAccess {
+        let access = EventJournalAccess.writer(writer, post: execute)
+        return EventJournalAccess(cursor: access.cursor, events: access.events) { [weak self] consumer, seq in
+            guard let daemon = self else { return }
+            daemon.execute { daemon.acknowledgeJournal(consumer: consumer, through: seq) }
+        }
+    }
 
     /// A journaled event as the JSON object the events file and `GET /v1/events` show (with `seq` and
     /// `time`), without a trailing newline.

@@ -38,6 +38,7 @@ extension CCSDaemon {
         logger.setMinimum(configuration.logLevel)
         lifecycle.configuration = configuration.lifecycleConfiguration(exitWhenDone: lifecycle.configuration.exitWhenDone)
         perform(dispatcher.reconfigure(configuration.dispatcherConfiguration, now: now()))
+        checkEventBacklog()
         logger.info("configuration reloaded", ["changes": plan.changes.isEmpty ? "none" : plan.changes.joined(separator: "; ")])
         return .applied(changes: plan.changes)
     }

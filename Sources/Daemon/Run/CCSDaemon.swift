@@ -61,6 +61,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     var unreadable = UnreadableMessageLog()
     /// Called on the loop with the last `seq` of every commit that journaled events (wakes the webhook outlet).
     var journalObservers: [(Int64) -> Void] = []
+    /// The consumers' cursors and the `max_event_backlog` gate (CCSDaemon+EventBacklog.swift).
+    let eventBacklogState = EventBacklogState()
 
     /// - Parameters:
     ///   - store: opened by the caller; loaded and used from here on (closed at the end of the run).
@@ -192,7 +194,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
         if !batch.isEmpty { actions += dispatcher.submit(batch, now: now) }
         perform(actions)
-        if dispatcher.outstanding < configuration.maxQueued || dispatcher.stopReason != nil {
+        if (dispatcher.outstanding < configuration.maxQueued && !eventBacklogHoldsIntake) || dispatcher.stopReason != nil {
             resume()
         } else {
             intakeResume = resume
@@ -363,6 +365,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             if let through = result.recordedThrough { actions += dispatcher.recorded(through: through, now: now()) }
             perform(actions)
             apiCommitted(result)
+            if !result.journaled.isEmpty { checkEventBacklog() }
         case .insertsFailed(let results):
             // The store could not take them (a failed commit, or it is unavailable): their rejections go out now.
             storeDown = true
@@ -487,12 +490,18 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             }
         }
         if !readingPaused.isEmpty { resumeReadingWhenPaid() }
-        if let resume = intakeResume, dispatcher.outstanding < max(configuration.maxQueued / 2, 1) {
+        resumeIntakeIfRoom()
+        scheduleWake()
+        reportCounts()
+    }
+
+    /// Lets a waiting intake read on once the outstanding messages fell below half of `max_queued` and the
+    /// event backlog does not hold it (`max_event_backlog`).
+    func resumeIntakeIfRoom() {
+        if let resume = intakeResume, dispatcher.outstanding < max(configuration.maxQueued / 2, 1), !eventBacklogHoldsIntake {
             intakeResume = nil
             resume()
         }
-        scheduleWake()
-        reportCounts()
     }
 
     /// Tells the lifecycle what is outstanding. For a durable store's grace, "in flight" also counts what is

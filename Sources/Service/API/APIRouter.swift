@@ -223,7 +223,7 @@ public final class APIRouter: @unchecked Sendable {
             responder.respond(Self.submissionResponse(results))
         }
         if let refusal {
-            let retryAfter = if case .queueFull = refusal { "1" } else { "5" }
+            let retryAfter = switch refusal { case .queueFull, .eventBacklogFull: "1"; default: "5" }
             responder.respond(.error(503, code: "unavailable", message: "\(refusal); nothing was accepted",
                                      headers: [("Retry-After", retryAfter)]))
         }

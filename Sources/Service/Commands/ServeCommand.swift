@@ -118,6 +118,8 @@ enum ServeCommand {
         loop.execute {
             router.attach()
             daemon.start()
+            // The feed's consumer counts for max_event_backlog from the start, as it is registered in the store.
+            daemon.registerEventConsumer(CCSDaemon.apiConsumer)
             applyWebhook(configuration, to: service, daemon: daemon, logger: logger)
             logger.info("API listening", ["listeners": names.joined(separator: ",")])
             supervisor.ready()

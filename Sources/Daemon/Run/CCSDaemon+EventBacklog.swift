@@ -1,0 +1,79 @@
+import Store
+
+/// The event backlog bound (docs/limits.md, `max_event_backlog`): while the events journaled and not yet
+/// acknowledged by the slowest consumer registered in this run reach the limit, new downstream messages wait
+/// (intake stops reading, `POST /v1/messages` answers 503) until the backlog falls to half. Nothing is lost:
+/// what is accepted goes on, and upstream messages and receipts are still handed over and ACKed (their events
+/// may take the backlog past the limit).
+///
+/// Consumers count once registered in this run (`registerEventConsumer`, or any acknowledgement through the
+/// daemon), from their stored cursor: a consumer that acknowledged in an earlier run but is not served now
+/// holds nothing. The events file's own cursor is not counted: the daemon acknowledges it at each commit.
+final class EventBacklogState {
+    /// Registered consumers and the last seq each acknowledged.
+    var cursors: [String: Int64] = [:]
+    /// Consumers whose stored cursor is being read, with the highest seq acknowledged meanwhile.
+    var lookingUp: [String: Int64] = [:]
+    var gate = EventBacklogGate()
+}
+
+extension CCSDaemon {
+    /// Counts `consumer` in the backlog from now on, from its stored cursor (0 if it has none). Idempotent.
+    /// Call on the loop.
+    public func registerEventConsumer(_ consumer: String) {
+        eventConsumerAcknowledged(consumer, through: 0)
+    }
+
+    /// Events journaled and not yet acknowledged by the slowest registered consumer, and that consumer (nil
+    /// when none is registered). Call on the loop.
+    public var eventBacklog: (count: Int64, slowest: String?) {
+        EventBacklogGate.backlog(lastSeq: api.lastJournaledSeq, cursors: eventBacklogState.cursors)
+    }
+
+    /// New downstream messages wait (the backlog reached `max_event_backlog` and has not yet fallen to half).
+    public var eventBacklogHoldsIntake: Bool { eventBacklogState.gate.isClosed }
+
+    /// `consumer` has every event through `seq` (or registers, with 0): updates its cursor, first reading the
+    /// stored one for a consumer new in this run, then applies the bound.
+    func eventConsumerAcknowledged(_ consumer: String, through seq: Int64) {
+        let state = eventBacklogState
+        if let cursor = state.cursors[consumer] {
+            state.cursors[consumer] = max(cursor, seq)
+            checkEventBacklog()
+            return
+        }
+        if let seen = state.lookingUp[consumer] {
+            state.lookingUp[consumer] = max(seen, seq)
+            return
+        }
+        state.lookingUp[consumer] = seq
+        writer.read({ store throws(StoreError) in try store.cursor(of: consumer) }) { [weak self] result in
+            guard let self else { return }
+            let state = self.eventBacklogState
+            let seen = state.lookingUp.removeValue(forKey: consumer) ?? seq
+            // A cursor that cannot be read counts from what was acknowledged in this run.
+            let stored = (try? result.get()) ?? nil
+            state.cursors[consumer] = max(stored ?? 0, seen)
+            self.checkEventBacklog()
+        }
+    }
+
+    /// Applies `max_event_backlog` to the backlog now: closes or opens downstream intake, logging once per
+    /// crossing. Call on the loop after anything that moves the journal's last seq, a cursor or the limit.
+    func checkEventBacklog() {
+        let backlog = eventBacklog
+        let limit = configuration.maxEventBacklog
+        switch eventBacklogState.gate.update(backlog: backlog.count, limit: limit) {
+        case .closed:
+            logger.warning("too many events not acknowledged by a consumer; new downstream messages wait until they fall to half",
+                           ["event_backlog": "\(backlog.count)", "max_event_backlog": "\(limit)",
+                            "consumer": backlog.slowest ?? ""])
+        case .opened:
+            logger.info("event backlog fell to half its limit; intake takes messages again",
+                        ["event_backlog": "\(backlog.count)", "max_event_backlog": "\(limit)"])
+            resumeIntakeIfRoom()
+        case nil:
+            break
+        }
+    }
+}
