@@ -81,8 +81,10 @@ import XMPP
             configuration.shutdownGraceSeconds = 2
             let inbox = inbox
             let box = exitCode
+            // The inbox is held weakly: work the writer posts after the test's last turn would otherwise keep
+            // the writer, its queue and its store alive through a cycle (writer → post → inbox → work → writer).
             daemon = CCSDaemon(configuration: configuration, store: store, outlet: outlet, logger: Logger(minimum: .error),
-                               scheduler: loop, post: { inbox.post($0) }, connections: factory, exitWhenDone: exitWhenDone,
+                               scheduler: loop, post: { [weak inbox] in inbox?.post($0) }, connections: factory, exitWhenDone: exitWhenDone,
                                writerConfiguration: StoreWriter.Configuration(retryBase: .milliseconds(5), retryCap: .milliseconds(20)),
                                onExit: { code in box.value.withLock { $0 = code } })
         }

@@ -17,7 +17,18 @@ import XMPP
             unlink(path)
         }
         body(Logger(minimum: minimum, format: format, fileDescriptor: fd))
-        return String(decoding: try Data(contentsOf: URL(fileURLWithPath: path)), as: UTF8.self)
+        // Read back with read(2): Foundation's file reading leaks a buffer (docs/sanitizers.md).
+        var bytes: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 4096)
+        var offset: off_t = 0
+        while true {
+            let count = chunk.withUnsafeMutableBytes { pread(fd, $0.baseAddress, $0.count, offset) }
+            try #require(count >= 0)
+            if count == 0 { break }
+            bytes += chunk[0..<count]
+            offset += off_t(count)
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     @Test func journalPrefixesEachLineWithItsSyslogPriority() throws {

@@ -125,7 +125,7 @@ import XMPP
         configuration.store = .memory
         let logger = Logger(minimum: .error)
         let daemon = CCSDaemon(configuration: configuration, store: InMemoryMessageStore(), outlet: MemoryOutlet(), logger: logger,
-                               scheduler: loop, post: { inbox.post($0) }, connections: factory, exitWhenDone: false,
+                               scheduler: loop, post: { [weak inbox] in inbox?.post($0) }, connections: factory, exitWhenDone: false,
                                onExit: { _ in })
         func settle(until condition: () -> Bool) {
             for _ in 0..<2000 where !condition() {

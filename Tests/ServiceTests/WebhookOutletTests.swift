@@ -155,10 +155,11 @@ import Testing
         }
     }
 
-    /// The outlet to wake, set once it exists.
+    /// The outlet to wake, set once it exists. Weak: the outlet holds the journal's writer (through its access),
+    /// whose report closure holds this reference, so a strong one would be a cycle that outlives the test.
     final class OutletReference: @unchecked Sendable {
         private let lock = NSLock()
-        private var value: WebhookOutlet?
+        private weak var value: WebhookOutlet?
         var current: WebhookOutlet? {
             get { lock.withLock { value } }
             set { lock.withLock { value = newValue } }

@@ -37,9 +37,10 @@ private final class WriterBox: @unchecked Sendable {
 
 extension CCSDaemon {
     /// The events journal of this daemon's store, for consumers on other threads.
-    /// Acknowledgements go through `acknowledgeJournal`, so they count for `max_event_backlog`.
+    /// Acknowledgements go through `acknowledgeJournal`, so they count for `max_event_backlog`. The access
+    /// holds the daemon weakly: its consumer (the webhook outlet) is held by the daemon's journal observers.
     public var journalAccess: EventJournalAccess {
-        let access = EventJournalAccess.writer(writer, post: execute)
+        let access = EventJournalAccess.writer(writer) { [weak self] work in self?.execute(work) }
         return EventJournalAccess(cursor: access.cursor, events: access.events) { [weak self] consumer, seq in
             guard let daemon = self else { return }
             daemon.execute { daemon.acknowledgeJournal(consumer: consumer, through: seq) }
