@@ -117,6 +117,30 @@ import TestSupport
         #expect(!h.daemon.eventBacklogHoldsIntake)
     }
 
+    @Test func theJournalAccessMovesARegisteredCursorAndAnUnregisteredConsumerHoldsNothing() {
+        let h = Harness()
+        h.startReady()
+        var configuration = h.daemon.configuration
+        configuration.maxEventBacklog = 2
+        _ = h.daemon.reload(configuration)
+        h.daemon.registerEventConsumer("webhook")
+        #expect(h.settle { h.daemon.eventBacklog.slowest == "webhook" })
+        h.daemon.submit(Self.items(["m-1", "m-2"])) {}
+        #expect(h.settle { h.daemon.eventBacklogHoldsIntake })
+        // The webhook acknowledges through the journal access (from its own thread).
+        h.daemon.journalAccess.acknowledge("webhook", h.daemon.lastJournaledSeq)
+        #expect(h.settle { !h.daemon.eventBacklogHoldsIntake })
+        h.daemon.submit(Self.items(["m-3", "m-4"])) {}
+        #expect(h.settle { h.daemon.eventBacklogHoldsIntake })
+        // Turned off (a reload without webhook_url): it holds nothing, and a late acknowledgement does not
+        // count it again.
+        h.daemon.unregisterEventConsumer("webhook")
+        #expect(!h.daemon.eventBacklogHoldsIntake && h.daemon.eventBacklog.slowest == nil)
+        h.daemon.journalAccess.acknowledge("webhook", 1)
+        h.spin()
+        #expect(h.daemon.eventBacklog.slowest == nil)
+    }
+
     @Test func theDefaultAndTheRangeOfTheKey() throws {
         #expect(Configuration().maxEventBacklog == 1_000_000)
         var configuration = Configuration()

@@ -14,6 +14,8 @@ final class EventBacklogState {
     var cursors: [String: Int64] = [:]
     /// Consumers whose stored cursor is being read, with the highest seq acknowledged meanwhile.
     var lookingUp: [String: Int64] = [:]
+    /// Consumers unregistered while their stored cursor was being read: the read's answer is dropped.
+    var unregistered: Set<String> = []
     var gate = EventBacklogGate()
 }
 
@@ -22,6 +24,15 @@ extension CCSDaemon {
     /// Call on the loop.
     public func registerEventConsumer(_ consumer: String) {
         eventConsumerAcknowledged(consumer, through: 0)
+    }
+
+    /// Stops counting `consumer` (a webhook turned off by a reload); intake resumes if the rest allow it.
+    /// Its cursor stays in the store. Call on the loop.
+    public func unregisterEventConsumer(_ consumer: String) {
+        let state = eventBacklogState
+        state.cursors[consumer] = nil
+        if state.lookingUp[consumer] != nil { state.unregistered.insert(consumer) }
+        checkEventBacklog()
     }
 
     /// Events journaled and not yet acknowledged by the slowest registered consumer, and that consumer (nil
@@ -33,9 +44,10 @@ extension CCSDaemon {
     /// New downstream messages wait (the backlog reached `max_event_backlog` and has not yet fallen to half).
     public var eventBacklogHoldsIntake: Bool { eventBacklogState.gate.isClosed }
 
-    /// `consumer` has every event through `seq` (or registers, with 0): updates its cursor, first reading the
-    /// stored one for a consumer new in this run, then applies the bound.
-    func eventConsumerAcknowledged(_ consumer: String, through seq: Int64) {
+    /// `consumer` has every event through `seq` (or registers, with 0): updates its cursor and applies the
+    /// bound. A consumer new in this run is registered only when `registering` (first reading its stored
+    /// cursor); otherwise (the webhook's late acknowledgements after it was turned off) it is not counted.
+    func eventConsumerAcknowledged(_ consumer: String, through seq: Int64, registering: Bool = true) {
         let state = eventBacklogState
         if let cursor = state.cursors[consumer] {
             state.cursors[consumer] = max(cursor, seq)
@@ -44,13 +56,16 @@ extension CCSDaemon {
         }
         if let seen = state.lookingUp[consumer] {
             state.lookingUp[consumer] = max(seen, seq)
+            if registering { state.unregistered.remove(consumer) }
             return
         }
+        guard registering else { return }
         state.lookingUp[consumer] = seq
         writer.read({ store throws(StoreError) in try store.cursor(of: consumer) }) { [weak self] result in
             guard let self else { return }
             let state = self.eventBacklogState
             let seen = state.lookingUp.removeValue(forKey: consumer) ?? seq
+            if state.unregistered.remove(consumer) != nil { return }
             // A cursor that cannot be read counts from what was acknowledged in this run.
             let stored = (try? result.get()) ?? nil
             state.cursors[consumer] = max(stored ?? 0, seen)

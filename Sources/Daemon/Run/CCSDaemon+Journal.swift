@@ -37,13 +37,18 @@ private final class WriterBox: @unchecked Sendable {
 
 extension CCSDaemon {
     /// The events journal of this daemon's store, for consumers on other threads.
-    /// Acknowledgements go through `acknowledgeJournal`, so they count for `max_event_backlog`. The access
+    /// Acknowledgements move the consumer's cursor for `max_event_backlog` too (once the consumer is
+    /// registered with `registerEventConsumer`). The access
     /// holds the daemon weakly: its consumer (the webhook outlet) is held by the daemon's journal observers.
     public var journalAccess: EventJournalAccess {
         let access = EventJournalAccess.writer(writer) { [weak self] work in self?.execute(work) }
         return EventJournalAccess(cursor: access.cursor, events: access.events) { [weak self] consumer, seq in
             guard let daemon = self else { return }
-            daemon.execute { daemon.acknowledgeJournal(consumer: consumer, through: seq) }
+            daemon.execute {
+                daemon.writer.acknowledgeEvents(consumer: consumer, through: seq)
+                // Counted once registered (`registerEventConsumer`), not re-registered by a late acknowledgement.
+                daemon.eventConsumerAcknowledged(consumer, through: seq, registering: false)
+            }
         }
     }
 

@@ -153,6 +153,8 @@ enum ServeCommand {
         case (let webhook?, nil):
             service.webhook = nil
             webhook.stop(then: {})
+            // A webhook turned off no longer holds new messages back (its cursor stays in the store).
+            daemon.unregisterEventConsumer(WebhookOutlet.consumer)
         }
     }
 }

@@ -9,6 +9,7 @@ extension CCSDaemon {
         // Registers the webhook's cursor at once (a no-op when it has one: cursors only move forward), so the
         // journal keeps what it has not delivered from now on.
         journal.acknowledge(WebhookOutlet.consumer, 0)
+        registerEventConsumer(WebhookOutlet.consumer)
         let outlet = WebhookOutlet(settings: settings, journal: journal, logger: logger)
         observeJournal { [outlet] seq in outlet.eventsJournaled(through: seq) }
         outlet.start()
