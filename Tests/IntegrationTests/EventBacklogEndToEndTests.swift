@@ -2,9 +2,9 @@ import CCS
 import Foundation
 import Testing
 
-/// `max_event_backlog` end to end (docs/limits.md): `ccsd serve` whose event feed is not read answers
-/// `POST /v1/messages` with 503 once the unacknowledged events reach the limit, and takes messages again once
-/// the feed is acknowledged.
+/// `max_event_backlog` end to end (docs/limits.md): `ccsd serve` whose event feed has a reader that stops
+/// acknowledging answers `POST /v1/messages` with 503 once the unacknowledged events reach the limit, and takes
+/// messages again once the feed is acknowledged. A feed nobody has ever acknowledged holds nothing back.
 @Suite struct EventBacklogEndToEndTests {
     @Test func postIsRefusedAtTheBacklogLimitAndTakenAgainOnceTheFeedIsAcknowledged() throws {
         let bed = try ServeBed()
@@ -13,6 +13,13 @@ import Testing
         try Data(#"{"max_event_backlog": 6}"#.utf8).write(to: URL(fileURLWithPath: config))
         try bed.start(["--config", config])
         #expect(bed.waitUntilReady())
+        // Nobody has acknowledged the feed yet: it does not count, however far it runs ahead of the limit.
+        for index in 1...5 {
+            #expect(try bed.post(ServeAPITests.message("unread-\(index)")).status == 202)
+            #expect(bed.waitForFinal("unread-\(index)") != nil)
+        }
+        // A reader acknowledges the first event, then stops: from now on the feed counts.
+        #expect(try bed.post("{\"through\":1}", path: "/v1/events/ack").status == 200)
         // Each message journals `accepted` and, once the emulator acks it, `acked`: nobody acknowledges them.
         var refused: HTTPResult?
         for index in 1...20 {

@@ -8,7 +8,9 @@ import Store
 ///
 /// Consumers count once registered in this run (`registerEventConsumer`, or any acknowledgement through the
 /// daemon), from their stored cursor: a consumer that acknowledged in an earlier run but is not served now
-/// holds nothing. The events file's own cursor is not counted: the daemon acknowledges it at each commit.
+/// holds nothing. The API's feed counts only once someone has acknowledged it (in this run or an earlier
+/// one, `registerEventConsumerIfItHasAcknowledged`): a service that takes its events by webhook alone, or
+/// from nowhere, is not held back by a feed nobody reads (`events_retention_seconds` bounds that one). The events file's own cursor is not counted: the daemon acknowledges it at each commit.
 final class EventBacklogState {
     /// Registered consumers and the last seq each acknowledged.
     var cursors: [String: Int64] = [:]
@@ -24,6 +26,12 @@ extension CCSDaemon {
     /// Call on the loop.
     public func registerEventConsumer(_ consumer: String) {
         eventConsumerAcknowledged(consumer, through: 0)
+    }
+
+    /// Counts `consumer` in the backlog from now on if it has ever acknowledged an event (its stored cursor is
+    /// above 0); otherwise it starts counting at its first acknowledgement. Idempotent. Call on the loop.
+    public func registerEventConsumerIfItHasAcknowledged(_ consumer: String) {
+        eventConsumerAcknowledged(consumer, through: 0, onlyIfAcknowledged: true)
     }
 
     /// Stops counting `consumer` (a webhook turned off by a reload); intake resumes if the rest allow it.
@@ -47,7 +55,10 @@ extension CCSDaemon {
     /// `consumer` has every event through `seq` (or registers, with 0): updates its cursor and applies the
     /// bound. A consumer new in this run is registered only when `registering` (first reading its stored
     /// cursor); otherwise (the webhook's late acknowledgements after it was turned off) it is not counted.
-    func eventConsumerAcknowledged(_ consumer: String, through seq: Int64, registering: Bool = true) {
+    /// With `onlyIfAcknowledged`, a consumer whose stored cursor is 0 and that acknowledged nothing meanwhile
+    /// is left unregistered.
+    func eventConsumerAcknowledged(_ consumer: String, through seq: Int64, registering: Bool = true,
+                                   onlyIfAcknowledged: Bool = false) {
         let state = eventBacklogState
         if let cursor = state.cursors[consumer] {
             state.cursors[consumer] = max(cursor, seq)
@@ -68,7 +79,9 @@ extension CCSDaemon {
             if state.unregistered.remove(consumer) != nil { return }
             // A cursor that cannot be read counts from what was acknowledged in this run.
             let stored = (try? result.get()) ?? nil
-            state.cursors[consumer] = max(stored ?? 0, seen)
+            let cursor = max(stored ?? 0, seen)
+            if onlyIfAcknowledged, cursor == 0 { return }
+            state.cursors[consumer] = cursor
             self.checkEventBacklog()
         }
     }

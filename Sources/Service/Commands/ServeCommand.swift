@@ -118,8 +118,8 @@ enum ServeCommand {
         loop.execute {
             router.attach()
             daemon.start()
-            // The feed's consumer counts for max_event_backlog from the start, as it is registered in the store.
-            daemon.registerEventConsumer(CCSDaemon.apiConsumer)
+            // The feed's consumer counts for max_event_backlog once someone has acknowledged it.
+            daemon.registerEventConsumerIfItHasAcknowledged(CCSDaemon.apiConsumer)
             applyWebhook(configuration, to: service, daemon: daemon, logger: logger)
             logger.info("API listening", ["listeners": names.joined(separator: ",")])
             supervisor.ready()
