@@ -128,54 +128,65 @@ extension DownstreamMessage {
     /// The legacy XMPP JSON as compact text, written directly (no intermediate `JSONValue`).
     /// Members come in a fixed order (target, message_id, options, data, notification); keys inside
     /// `data` and `notification` are sorted, so equal messages give equal text. Not XML-escaped.
-    public func jsonString() -> String {
-        var out = ""
+    public func jsonString() -> String { String(decoding: jsonUTF8(), as: UTF8.self) }
+
+    /// `jsonString()` as UTF-8 bytes, written straight into a byte buffer (no `String` growth).
+    public func jsonUTF8() -> [UInt8] {
+        var out: [UInt8] = []
         out.reserveCapacity(256)
-        out += "{"
+        func put(_ text: StaticString) { text.withUTF8Buffer { out.append(contentsOf: $0) } }
+        put("{")
         switch target {
         case .token(let token):
-            out += "\"to\":"
+            put("\"to\":")
             JSONValue.writeString(token, to: &out)
         case .topic(let name):
-            out += "\"to\":"
+            put("\"to\":")
             JSONValue.writeString("/topics/" + name, to: &out)
         case .condition(let condition):
-            out += "\"condition\":"
+            put("\"condition\":")
             JSONValue.writeString(condition, to: &out)
         }
         if let messageID {
-            out += ",\"message_id\":"
+            put(",\"message_id\":")
             JSONValue.writeString(messageID, to: &out)
         }
         if let collapseKey {
-            out += ",\"collapse_key\":"
+            put(",\"collapse_key\":")
             JSONValue.writeString(collapseKey, to: &out)
         }
-        if let priority { out += ",\"priority\":\"" + priority.rawValue + "\"" }
-        if let contentAvailable { out += contentAvailable ? ",\"content_available\":true" : ",\"content_available\":false" }
-        if let mutableContent { out += mutableContent ? ",\"mutable_content\":true" : ",\"mutable_content\":false" }
-        if let timeToLive { out += ",\"time_to_live\":" + String(timeToLive) }
-        if let dryRun { out += dryRun ? ",\"dry_run\":true" : ",\"dry_run\":false" }
+        if let priority {
+            put(",\"priority\":\"")
+            out.append(contentsOf: priority.rawValue.utf8)
+            put("\"")
+        }
+        if let contentAvailable { contentAvailable ? put(",\"content_available\":true") : put(",\"content_available\":false") }
+        if let mutableContent { mutableContent ? put(",\"mutable_content\":true") : put(",\"mutable_content\":false") }
+        if let timeToLive {
+            put(",\"time_to_live\":")
+            JSONValue.append(Int64(timeToLive), to: &out)
+        }
+        if let dryRun { dryRun ? put(",\"dry_run\":true") : put(",\"dry_run\":false") }
         if let deliveryReceiptRequested {
-            out += deliveryReceiptRequested ? ",\"delivery_receipt_requested\":true" : ",\"delivery_receipt_requested\":false"
+            deliveryReceiptRequested ? put(",\"delivery_receipt_requested\":true") : put(",\"delivery_receipt_requested\":false")
         }
         if let data {
-            out += ",\"data\":{"
+            put(",\"data\":{")
             var first = true
             for key in data.keys.sorted() {
-                if !first { out += "," }
+                if !first { put(",") }
                 first = false
                 JSONValue.writeString(key, to: &out)
-                out += ":"
+                put(":")
                 JSONValue.writeString(data[key]!, to: &out)
             }
-            out += "}"
+            put("}")
         }
         if let notification {
-            out += ",\"notification\":"
+            put(",\"notification\":")
             JSONValue.object(notification).write(to: &out)
         }
-        out += "}"
+        put("}")
         return out
     }
 }

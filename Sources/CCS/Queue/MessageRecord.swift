@@ -6,6 +6,9 @@ public struct MessageRecord: Sendable, Equatable {
     public let messageID: String
     /// The JSON object text placed inside `<gcm>`.
     public let json: String
+    /// The whole downstream stanza as UTF-8 (`CCSStanza.downstream(messageID:json:)`): escaped and framed
+    /// once, when the record is made, and written as is on every send and resend.
+    public let stanza: [UInt8]
     /// The target as written (`to` value, or the condition), for events.
     public let to: String
     /// The key that RATE_EXCEEDED backs off: the token, or the topic / condition (§4).
@@ -30,6 +33,7 @@ public struct MessageRecord: Sendable, Equatable {
                 timeToLive: Int, attempts: Int = 0, sends: Int = 0, lastError: String? = nil) {
         self.messageID = messageID
         self.json = json
+        self.stanza = CCSStanza.downstreamUTF8(messageID: messageID, json: json)
         self.to = to
         self.rateKey = rateKey
         self.acceptedAt = acceptedAt

@@ -348,7 +348,12 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         case .committed(let result):
             // Hand over first (journaled lines out and flushed), then release what waited (§3).
             guard !outletBroken else { return }
-            for event in result.journaled { outlet.append(Self.eventLine(event)) }
+            var line: [UInt8] = []
+            for event in result.journaled {
+                line.removeAll(keepingCapacity: true)
+                Self.appendEventLine(event, to: &line)
+                outlet.append(utf8: line)
+            }
             if let last = result.journaled.last {
                 guard outlet.flush() else {
                     outletFailed()
@@ -384,12 +389,33 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
 
     /// A journaled event as an events-file line: its object with `seq` and `time` appended, and a newline.
     static func eventLine(_ event: JournaledEvent) -> String {
+        var out: [UInt8] = []
+        appendEventLine(event, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `eventLine(event)` as UTF-8 to `out` (what the events file gets, with no `String` in between).
+    static func appendEventLine(_ event: JournaledEvent, to out: inout [UInt8]) {
         var line = event.line
-        while line.last == "\n" || line.last == " " { line.removeLast() }
-        guard line.last == "}" else { return line + "\n" }
-        line.removeLast()
-        let separator = line.hasSuffix("{") ? "" : ","
-        return line + separator + "\"seq\":\(event.seq),\"time\":\"\(rfc3339(unixMillis: event.timeUnixMillis))\"}\n"
+        let complete = line.withUTF8 { bytes -> Bool in
+            // Trailing newlines and spaces go (not the LF of a CR LF, which is one character).
+            var end = bytes.count
+            while end > 0, bytes[end - 1] == 0x20 || (bytes[end - 1] == 0x0A && !(end > 1 && bytes[end - 2] == 0x0D)) { end -= 1 }
+            guard end > 0, bytes[end - 1] == UInt8(ascii: "}") else {
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<end]))
+                out.append(0x0A)
+                return true
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<(end - 1)]))
+            if !(end > 1 && bytes[end - 2] == UInt8(ascii: "{")) { out.append(UInt8(ascii: ",")) }
+            return false
+        }
+        guard !complete else { return }
+        "\"seq\":".utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
+        JSONValue.append(event.seq, to: &out)
+        ",\"time\":\"".utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
+        appendRFC3339(unixMillis: event.timeUnixMillis, to: &out)
+        "\"}\n".utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
     }
 
     /// An event not journaled (a rejection while the store is down): its object with `time` only.
@@ -401,6 +427,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
 
     /// `2026-11-30T12:00:00.123Z` (RFC 3339, UTC, milliseconds).
     static func rfc3339(unixMillis: Int64) -> String {
+        var out: [UInt8] = []
+        appendRFC3339(unixMillis: unixMillis, to: &out)
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// Appends `rfc3339(unixMillis:)` as 24 ASCII bytes.
+    static func appendRFC3339(unixMillis: Int64, to out: inout [UInt8]) {
         var seconds = time_t(unixMillis.quotientAndRemainder(dividingBy: 1000).quotient)
         var millis = Int(unixMillis % 1000)
         if millis < 0 {
@@ -411,11 +444,12 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         gmtime_r(&seconds, &parts)
         // Digits by hand: `String(format:)` goes through CoreFoundation and was a visible part of the
         // per-message cost (two events per message).
-        var bytes = [UInt8](repeating: 0, count: 24)
+        let start = out.count
+        out.append(contentsOf: repeatElement(0, count: 24))
         func put(_ value: Int, at offset: Int, digits: Int) {
             var value = value
-            for index in stride(from: offset + digits - 1, through: offset, by: -1) {
-                bytes[index] = UInt8(ascii: "0") + UInt8(value % 10)
+            for index in stride(from: start + offset + digits - 1, through: start + offset, by: -1) {
+                out[index] = UInt8(ascii: "0") + UInt8(value % 10)
                 value /= 10
             }
         }
@@ -426,10 +460,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         put(Int(parts.tm_min), at: 14, digits: 2)
         put(Int(parts.tm_sec), at: 17, digits: 2)
         put(millis, at: 20, digits: 3)
-        for (offset, separator) in [(4, "-"), (7, "-"), (10, "T"), (13, ":"), (16, ":"), (19, "."), (23, "Z")] as [(Int, Unicode.Scalar)] {
-            bytes[offset] = UInt8(ascii: separator)
-        }
-        return String(decoding: bytes, as: UTF8.self)
+        out[start + 4] = UInt8(ascii: "-")
+        out[start + 7] = UInt8(ascii: "-")
+        out[start + 10] = UInt8(ascii: "T")
+        out[start + 13] = UInt8(ascii: ":")
+        out[start + 16] = UInt8(ascii: ":")
+        out[start + 19] = UInt8(ascii: ".")
+        out[start + 23] = UInt8(ascii: "Z")
     }
 
     /// The events sink failed: nothing more can be handed over, so nothing more is ACKed (exit 4).
@@ -449,7 +486,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 connections[id] = connection
                 connection.start()
             case .send(let id, let record):
-                connections[id]?.send(raw: CCSStanza.downstream(messageID: record.messageID, json: record.json))
+                connections[id]?.send(utf8: record.stanza)
             case .ack(let id, let to, let messageID):
                 // Released by `recorded(through:)`: its event is committed and written to the events sink.
                 connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
