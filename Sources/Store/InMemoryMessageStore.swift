@@ -117,7 +117,9 @@ public final class InMemoryMessageStore: MessageStore {
         let finalCutoff = now - configuration.finalRetentionMillis
         while let (id, at) = finalOrder.first, at < finalCutoff {
             _ = finalOrder.popFirst()
-            if let entry = messages[id], entry.finalEvent != nil, entry.finalAt == at { messages[id] = nil }
+            if let index = messages.index(forKey: id), messages.values[index].finalEvent != nil, messages.values[index].finalAt == at {
+                messages.remove(at: index)  // one lookup
+            }
         }
         let dedupeCutoff = now - configuration.dedupeWindowMillis
         while let (id, at) = handedOverOrder.first, at < dedupeCutoff {

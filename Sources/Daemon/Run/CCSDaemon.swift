@@ -349,9 +349,16 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             // Hand over first (journaled lines out and flushed), then release what waited (§3).
             guard !outletBroken else { return }
             var line: [UInt8] = []
+            // The events of one commit share its time: render it once.
+            var time: (unixMillis: Int64, text: [UInt8]) = (0, [])
             for event in result.journaled {
+                if time.text.isEmpty || time.unixMillis != event.timeUnixMillis {
+                    time.unixMillis = event.timeUnixMillis
+                    time.text.removeAll(keepingCapacity: true)
+                    Self.appendRFC3339(unixMillis: event.timeUnixMillis, to: &time.text)
+                }
                 line.removeAll(keepingCapacity: true)
-                Self.appendEventLine(event, to: &line)
+                Self.appendEventLine(event, time: time.text, to: &line)
                 outlet.append(utf8: line)
             }
             if let last = result.journaled.last {
@@ -396,6 +403,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
 
     /// Appends `eventLine(event)` as UTF-8 to `out` (what the events file gets, with no `String` in between).
     static func appendEventLine(_ event: JournaledEvent, to out: inout [UInt8]) {
+        var time: [UInt8] = []
+        appendRFC3339(unixMillis: event.timeUnixMillis, to: &time)
+        appendEventLine(event, time: time, to: &out)
+    }
+
+    /// `appendEventLine(_:to:)` with the event's time already rendered (`appendRFC3339`).
+    static func appendEventLine(_ event: JournaledEvent, time: [UInt8], to out: inout [UInt8]) {
         var line = event.line
         let complete = line.withUTF8 { bytes -> Bool in
             // Trailing newlines and spaces go (not the LF of a CR LF, which is one character).
@@ -414,7 +428,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         "\"seq\":".utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
         JSONValue.append(event.seq, to: &out)
         ",\"time\":\"".utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
-        appendRFC3339(unixMillis: event.timeUnixMillis, to: &out)
+        out.append(contentsOf: time)
         "\"}\n".utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
     }
 
