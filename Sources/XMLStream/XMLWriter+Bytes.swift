@@ -15,16 +15,23 @@ extension XMLWriter {
         s.withUTF8 { appendEscaped($0, inAttribute: true, to: &out) }
     }
 
+    /// C0 controls but tab and LF, `&`, `<`, `>`: the bytes below 0x40 character data replaces.
+    private static let textSpecials: UInt64 = (0xFFFF_FFFF & ~(1 << 0x09 | 1 << 0x0A)) | 1 << 0x26 | 1 << 0x3C | 1 << 0x3E
+    /// Every C0 control, `"`, `&`, `'`, `<`, `>`: the bytes below 0x40 an attribute value replaces.
+    private static let attributeSpecials: UInt64 = 0xFFFF_FFFF | 1 << 0x22 | 1 << 0x26 | 1 << 0x27 | 1 << 0x3C | 1 << 0x3E
+
     /// Escapes valid UTF-8 `bytes` (a `String`'s) into `out`, copying the runs between escapes whole.
     static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, inAttribute: Bool, to out: inout [UInt8]) {
         out.reserveCapacity(out.count + bytes.count + 16)
+        let special = inAttribute ? attributeSpecials : textSpecials
         let end = bytes.count
         var runStart = 0
         var index = 0
         while index < end {
             let byte = bytes[index]
-            // Every byte that may need a replacement is at most `>` (0x3E), or 0xEF (U+FFFE, U+FFFF).
-            if byte > 0x3E && byte != 0xEF {
+            // Bytes below 0x40 that may need a replacement are the bits of `special`; above, only 0xEF
+            // (which leads U+FFFE and U+FFFF).
+            if byte >= 0x40 ? byte != 0xEF : special & (1 << UInt64(byte)) == 0 {
                 index += 1
                 continue
             }

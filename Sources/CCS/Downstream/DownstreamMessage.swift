@@ -173,12 +173,12 @@ extension DownstreamMessage {
         if let data {
             put(",\"data\":{")
             var first = true
-            for key in data.keys.sorted() {
+            for (key, value) in data.sorted(by: { $0.key < $1.key }) {  // sorted pairs: no lookup per key
                 if !first { put(",") }
                 first = false
                 JSONValue.writeString(key, to: &out)
                 put(":")
-                JSONValue.writeString(data[key]!, to: &out)
+                JSONValue.writeString(value, to: &out)
             }
             put("}")
         }
