@@ -75,7 +75,11 @@ enum RegistrationToken {
     /// A `/` anywhere, or a value naming topics: a topic target written without the exact prefix
     /// (`topics/x`, `/topic/x`, `/Topics/x`, `/topics` without a name).
     private static func looksLikeTopic(_ text: String) -> Bool {
-        text.utf8.contains(UInt8(ascii: "/")) || text.lowercased().hasPrefix("topics")
+        if text.utf8.contains(UInt8(ascii: "/")) { return true }
+        // An ASCII first byte other than t/T starts a first character whose lowercase does not start with
+        // "t": no lowercased copy of the whole token then (the usual case, on every message).
+        if let first = text.utf8.first, first < 0x80, first | 0x20 != UInt8(ascii: "t") { return false }
+        return text.lowercased().hasPrefix("topics")
     }
 }
 
