@@ -134,59 +134,58 @@ extension DownstreamMessage {
     public func jsonUTF8() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(256)
-        func put(_ text: StaticString) { text.withUTF8Buffer { out.append(contentsOf: $0) } }
-        put("{")
+        JSONValue.append("{", to: &out)
         switch target {
         case .token(let token):
-            put("\"to\":")
+            JSONValue.append("\"to\":", to: &out)
             JSONValue.writeString(token, to: &out)
         case .topic(let name):
-            put("\"to\":")
+            JSONValue.append("\"to\":", to: &out)
             JSONValue.writeString("/topics/" + name, to: &out)
         case .condition(let condition):
-            put("\"condition\":")
+            JSONValue.append("\"condition\":", to: &out)
             JSONValue.writeString(condition, to: &out)
         }
         if let messageID {
-            put(",\"message_id\":")
+            JSONValue.append(",\"message_id\":", to: &out)
             JSONValue.writeString(messageID, to: &out)
         }
         if let collapseKey {
-            put(",\"collapse_key\":")
+            JSONValue.append(",\"collapse_key\":", to: &out)
             JSONValue.writeString(collapseKey, to: &out)
         }
         if let priority {
-            put(",\"priority\":\"")
+            JSONValue.append(",\"priority\":\"", to: &out)
             out.append(contentsOf: priority.rawValue.utf8)
-            put("\"")
+            JSONValue.append("\"", to: &out)
         }
-        if let contentAvailable { contentAvailable ? put(",\"content_available\":true") : put(",\"content_available\":false") }
-        if let mutableContent { mutableContent ? put(",\"mutable_content\":true") : put(",\"mutable_content\":false") }
+        if let contentAvailable { contentAvailable ? JSONValue.append(",\"content_available\":true", to: &out) : JSONValue.append(",\"content_available\":false", to: &out) }
+        if let mutableContent { mutableContent ? JSONValue.append(",\"mutable_content\":true", to: &out) : JSONValue.append(",\"mutable_content\":false", to: &out) }
         if let timeToLive {
-            put(",\"time_to_live\":")
+            JSONValue.append(",\"time_to_live\":", to: &out)
             JSONValue.append(Int64(timeToLive), to: &out)
         }
-        if let dryRun { dryRun ? put(",\"dry_run\":true") : put(",\"dry_run\":false") }
+        if let dryRun { dryRun ? JSONValue.append(",\"dry_run\":true", to: &out) : JSONValue.append(",\"dry_run\":false", to: &out) }
         if let deliveryReceiptRequested {
-            deliveryReceiptRequested ? put(",\"delivery_receipt_requested\":true") : put(",\"delivery_receipt_requested\":false")
+            deliveryReceiptRequested ? JSONValue.append(",\"delivery_receipt_requested\":true", to: &out) : JSONValue.append(",\"delivery_receipt_requested\":false", to: &out)
         }
         if let data {
-            put(",\"data\":{")
+            JSONValue.append(",\"data\":{", to: &out)
             var first = true
             for (key, value) in data.sorted(by: { $0.key < $1.key }) {  // sorted pairs: no lookup per key
-                if !first { put(",") }
+                if !first { JSONValue.append(",", to: &out) }
                 first = false
                 JSONValue.writeString(key, to: &out)
-                put(":")
+                JSONValue.append(":", to: &out)
                 JSONValue.writeString(value, to: &out)
             }
-            put("}")
+            JSONValue.append("}", to: &out)
         }
         if let notification {
-            put(",\"notification\":")
+            JSONValue.append(",\"notification\":", to: &out)
             JSONValue.object(notification).write(to: &out)
         }
-        put("}")
+        JSONValue.append("}", to: &out)
         return out
     }
 }
