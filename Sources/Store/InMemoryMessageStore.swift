@@ -77,21 +77,20 @@ public final class InMemoryMessageStore: MessageStore {
                 }
                 result.persisted.append(PersistResult(messageID: id, line: insert.line, outcome: outcome))
             case .progress(let record):
-                guard var entry = messages[record.messageID], entry.finalEvent == nil else { continue }
-                entry.record.attempts = record.attempts
-                entry.record.sends = record.sends
-                entry.record.lastError = record.lastError
-                messages[record.messageID] = entry
+                // In place: one lookup, no copy of the entry.
+                guard let index = messages.index(forKey: record.messageID), messages.values[index].finalEvent == nil else { continue }
+                messages.values[index].record.attempts = record.attempts
+                messages.values[index].record.sends = record.sends
+                messages.values[index].record.lastError = record.lastError
             case .record(let record):
                 result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
-                if let id = record.finalMessageID, var entry = messages[id] {
-                    guard entry.finalEvent == nil else {
+                if let id = record.finalMessageID, let index = messages.index(forKey: id) {
+                    guard messages.values[index].finalEvent == nil else {
                         result.duplicateFinalRecords.append(record.id)
                         continue
                     }
-                    entry.finalEvent = record.line
-                    entry.finalAt = now
-                    messages[id] = entry
+                    messages.values[index].finalEvent = record.line
+                    messages.values[index].finalAt = now
                     finalOrder.append((id, now))
                 }
                 if let id = record.handedOverMessageID {
@@ -118,7 +117,9 @@ public final class InMemoryMessageStore: MessageStore {
         let finalCutoff = now - configuration.finalRetentionMillis
         while let (id, at) = finalOrder.first, at < finalCutoff {
             _ = finalOrder.popFirst()
-            if let entry = messages[id], entry.finalEvent != nil, entry.finalAt == at { messages[id] = nil }
+            if let index = messages.index(forKey: id), messages.values[index].finalEvent != nil, messages.values[index].finalAt == at {
+                messages.remove(at: index)  // one lookup
+            }
         }
         let dedupeCutoff = now - configuration.dedupeWindowMillis
         while let (id, at) = handedOverOrder.first, at < dedupeCutoff {

@@ -474,10 +474,16 @@ public final class XMLStreamParser {
         context?.pointee.disableSAX = 1
     }
 
+    /// True when `string`'s UTF-8 is `bytes`, compared as buffers (not by iterating the `String`).
+    private static func hasBytes(_ string: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        var string = string
+        return string.withUTF8 { $0.count == bytes.count && $0.elementsEqual(bytes) }
+    }
+
     private func namespaceString(_ uri: UnsafePointer<xmlChar>) -> String {
         let key = UnsafeRawPointer(uri)
         let bytes = UnsafeBufferPointer(start: uri, count: Int(xmlStrlen(uri)))
-        if let cached = namespaceCache[key], cached.utf8.elementsEqual(bytes) {
+        if let cached = namespaceCache[key], Self.hasBytes(cached, bytes) {
             return cached
         }
         let string = String(decoding: bytes, as: UTF8.self)

@@ -116,6 +116,25 @@ public final class XMPPClient: TLSConnectionDelegate {
         }
     }
 
+    /// Sends one serialized stanza given as UTF-8 bytes; as `send(raw:)`, without a `String` in between.
+    @discardableResult
+    public func send(utf8 bytes: [UInt8]) -> Bool {
+        loop.preconditionInEventLoop()
+        guard let tls, !ended, !closingLocally else { return false }
+        do {
+            let result: Result<Void, TLSError> = bytes.withUnsafeBytes { buffer in
+                Result { () throws(TLSError) in try tls.write(buffer) }
+            }
+            try result.get()
+            return true
+        } catch {
+            if error.kind == .writeBufferFull {
+                end(XMPPError(.transport, message: "the server stopped reading: \(error.reason)"))
+            }
+            return false
+        }
+    }
+
     /// Sends an element, serialized with `jabber:client` in scope.
     @discardableResult
     public func send(_ element: XMLElement) -> Bool {

@@ -23,6 +23,7 @@ struct IntakeRangeAndTargetTests {
         "topics/news", "/topic/news", "/Topics/news", "/topics", "topics", "/topics/", "news/x", "a/b",
         "tok en", "tok\u{1}en", "", "tok+en", "tok=", "tokén", "tok.en", String(repeating: "A", count: 4097),
         "/topics/" + String(repeating: "a", count: 901), "/topics/a/b", "/topics/news\n",
+        "TOPICS_news", "Topics", "tOpIcS-x",
     ])
     func targetsThatCannotBeATokenOrTopicAreRefusedNamingTheRule(_ to: String) throws {
         let line = JSONValue.object(["to": .string(to), "data": .object(["k": .string("v")])]).serialized()

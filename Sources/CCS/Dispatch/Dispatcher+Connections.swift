@@ -14,7 +14,7 @@ extension Dispatcher {
         case .closedLocally: nil
         }
         record(.connection(id: id, endpoint: session.endpoint, state: .closed, reason: reason), actions: &actions)
-        for messageID in session.inFlight.sorted() where places[messageID] == .inFlight(id) {
+        for messageID in session.inFlight.sorted() where table.entry(messageID)?.place == .inFlight(id) {
             requeueForResend(messageID, now: now, actions: &actions)
         }
         if case .authenticationFailed(let reason) = end {

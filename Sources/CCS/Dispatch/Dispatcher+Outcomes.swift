@@ -21,10 +21,12 @@ extension Dispatcher {
             requeueForResend(nack.messageID, now: now, actions: &actions)
             drain(id, now: now, actions: &actions)
         case .transient, .rateLimited:
-            guard var record = live[nack.messageID], places[nack.messageID]?.isActive == true else { return }
-            record.attempts += 1
-            record.lastError = error
-            live[nack.messageID] = record
+            guard let handle = table.handle(nack.messageID), table[handle]?.place.isActive == true else { return }
+            table.updateRecord(of: handle) {
+                $0.attempts += 1
+                $0.lastError = error
+            }
+            let record = table[handle]!.record
             actions.append(.saveProgress(record))
             if record.attempts >= configuration.maxAttempts {
                 if finalize(nack.messageID, event: .nacked(
@@ -45,12 +47,12 @@ extension Dispatcher {
                 invalidToken: false, group: group), actions: &actions)
             if nackClass == .transient {
                 let delay = configuration.retryBackoff.delay(attempt: record.attempts, using: &random)
-                places[nack.messageID] = .retryWait
-                timers.schedule(at: min(now + delay, record.expiresAt), .retry(nack.messageID))
+                table.setPlace(.retryWait, of: handle)
+                timers.schedule(at: min(now + delay, record.expiresAt), .retry(handle))
             } else {
                 let until = rateLimit.strike(key: record.rateKey, messageID: nack.messageID, now: now,
                                              backoff: configuration.rateLimitBackoff, using: &random)
-                places[nack.messageID] = .rateLimited
+                table.setPlace(.rateLimited, of: handle)
                 timers.schedule(at: until, .unblock(record.rateKey))
             }
         }
@@ -58,17 +60,23 @@ extension Dispatcher {
 
     /// Puts a message that left the wire unresolved first in line, unless its time_to_live ran out.
     mutating func requeueForResend(_ messageID: String, now: Double, actions: inout [DispatcherAction]) {
-        guard let record = live[messageID], places[messageID]?.isActive == true else { return }
-        if record.isExpired(now: now) {
-            expire(messageID, actions: &actions)
+        guard let handle = table.handle(messageID), let entry = table[handle], entry.place.isActive else { return }
+        if entry.record.isExpired(now: now) {
+            expire(handle, actions: &actions)
             return
         }
-        places[messageID] = .queued
-        resendQueue.append(messageID)
+        table.setPlace(.queued, of: handle)
+        resendQueue.append(handle)
     }
 
     mutating func expire(_ messageID: String, actions: inout [DispatcherAction]) {
-        if finalize(messageID, event: .expired(messageID: messageID), actions: &actions) {
+        guard let handle = table.handle(messageID) else { return }
+        expire(handle, actions: &actions)
+    }
+
+    mutating func expire(_ handle: LiveTable.Handle, actions: inout [DispatcherAction]) {
+        guard let messageID = table[handle]?.record.messageID else { return }
+        if finalize(handle, event: .expired(messageID: messageID), actions: &actions) {
             counters.expired += 1
         }
     }
@@ -98,7 +106,7 @@ extension Dispatcher {
         // With a durable store the messages stay stored for the next start (`keepsMessagesOnStop`); else
         // tell the app about every message that will now never be sent (persisting ones when stored).
         guard !configuration.keepsMessagesOnStop else { return }
-        for messageID in places.keys.sorted() {
+        for messageID in table.messageIDs.sorted() {
             abandonForStop(messageID, reason: reason, actions: &actions)
         }
     }

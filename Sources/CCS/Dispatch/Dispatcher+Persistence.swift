@@ -22,12 +22,10 @@ extension Dispatcher {
             }
             // A message stays live until its final event is recorded, so its id cannot be reused and a late
             // ack can never resolve a new message (abandoning at shutdown closes intake first).
-            guard places[record.messageID] == nil else {
+            guard table.insert(record, place: .persisting(line: line)) != nil else {
                 reject(record.messageID, field: "message_id", error: Self.duplicateError, line: line, actions: &actions)
                 continue
             }
-            live[record.messageID] = record
-            places[record.messageID] = .persisting(line: line)
             persisting += 1
             actions.append(.persist(record, line: line))
         }
@@ -55,23 +53,23 @@ extension Dispatcher {
         var actions: [DispatcherAction] = []
         for result in results {
             let messageID = result.messageID
-            guard case .persisting(let line)? = places[messageID], let record = live[messageID] else { continue }
+            guard let handle = table.handle(messageID), case .persisting(let line)? = table[handle]?.place else { continue }
             persisting -= 1
             switch result.outcome {
             case .stored:
                 counters.accepted += 1
-                enqueueAccepted(record)
+                enqueueAccepted(handle)
                 if case .stopped(let reason) = state, !configuration.keepsMessagesOnStop {
                     abandonForStop(messageID, reason: reason, actions: &actions)
                 }
             case .duplicateLive:
-                forget(messageID)
+                table.remove(handle)
                 reject(messageID, field: "message_id", error: Self.duplicateError, line: line, actions: &actions)
             case .duplicateFinal(let outcome):
-                forget(messageID)
+                table.remove(handle)
                 reject(messageID, field: "message_id", error: Self.duplicateFinalError, line: line, outcome: outcome, actions: &actions)
             case .failed(let reason):
-                forget(messageID)
+                table.remove(handle)
                 reject(messageID, field: "", error: "ccsd could not store the message (\(reason)); the message was not accepted",
                        line: line, retryable: true, actions: &actions)
             }
@@ -112,10 +110,9 @@ extension Dispatcher {
                 releaseAck(messageID: messageID, connection: connection, to: to, actions: &actions)
             case .ack(let messageID, let connection, let to):
                 releaseAck(messageID: messageID, connection: connection, to: to, actions: &actions)
-            case .finalize(let messageID):
-                if places[messageID] == .finalizing {
-                    places[messageID] = nil
-                    live[messageID] = nil
+            case .finalize(let handle):
+                if table[handle]?.place == .finalizing {
+                    table.remove(handle)
                     finalizing -= 1
                 }
             }
@@ -188,27 +185,28 @@ extension Dispatcher {
     /// once and waits in `.finalizing` (never resent, its id taken) until its final event is recorded.
     /// False when it is not accepted-and-not-final (already finalizing, persisting, or unknown).
     mutating func finalize(_ messageID: String, event: DispatcherEvent, actions: inout [DispatcherAction]) -> Bool {
-        guard let place = places[messageID], place.isActive, let record = live[messageID] else { return false }
-        places[messageID] = .finalizing
+        guard let handle = table.handle(messageID) else { return false }
+        return finalize(handle, event: event, actions: &actions)
+    }
+
+    /// `finalize` of the message a handle names (false when the handle is stale).
+    mutating func finalize(_ handle: LiveTable.Handle, event: DispatcherEvent, actions: inout [DispatcherAction]) -> Bool {
+        guard let entry = table[handle], entry.place.isActive else { return false }
+        table.setPlace(.finalizing, of: handle)
         finalizing += 1
-        rateLimit.ended(key: record.rateKey)
-        let recordID = self.record(event, finalMessageID: messageID, actions: &actions)
-        pendingReleases.append((recordID, .finalize(messageID: messageID)))
+        rateLimit.ended(key: entry.record.rateKey)
+        let recordID = self.record(event, finalMessageID: entry.record.messageID, actions: &actions)
+        pendingReleases.append((recordID, .finalize(handle)))
         return true
     }
 
     /// A stored message joins the outstanding ones, last in line.
-    mutating func enqueueAccepted(_ record: MessageRecord) {
-        places[record.messageID] = .queued
-        readyQueue.append(record.messageID)
+    mutating func enqueueAccepted(_ handle: LiveTable.Handle) {
+        table.setPlace(.queued, of: handle)
+        readyQueue.append(handle)
+        let record = table[handle]!.record
         rateLimit.added(key: record.rateKey)
-        timers.schedule(at: record.expiresAt, .expiry(record.messageID))
-    }
-
-    /// Drops a message that was never accepted from the live set.
-    private mutating func forget(_ messageID: String) {
-        places[messageID] = nil
-        live[messageID] = nil
+        timers.schedule(at: record.expiresAt, .expiry(handle))
     }
 
     // MARK: Restart
@@ -226,10 +224,10 @@ extension Dispatcher {
             _ = dedupe.firstSighting(of: entry.messageID, now: entry.at)
         }
         var actions: [DispatcherAction] = []
-        for record in records where places[record.messageID] == nil {
-            live[record.messageID] = record
-            enqueueAccepted(record)
-            if record.isExpired(now: now) { expire(record.messageID, actions: &actions) }
+        for record in records {
+            guard let handle = table.insert(record, place: .queued) else { continue }
+            enqueueAccepted(handle)
+            if record.isExpired(now: now) { expire(handle, actions: &actions) }
         }
         compactTimersIfNeeded()
         return actions

@@ -4,13 +4,12 @@ extension Dispatcher {
     mutating func pump(now: Double, actions: inout [DispatcherAction]) {
         guard maySend else { return }
         while !(resendQueue.isEmpty && readyQueue.isEmpty), let connection = bestConnection() {
-            guard let messageID = nextSendable(now: now, actions: &actions) else { return }
-            guard var record = live[messageID] else { continue }
-            record.sends += 1
-            live[messageID] = record
-            sessions[connection]!.didSend(messageID, now: now)
-            places[messageID] = .inFlight(connection)
-            timers.schedule(at: now + configuration.ackTimeout, .ackTimeout(messageID, connection: connection))
+            guard let handle = nextSendable(now: now, actions: &actions) else { return }
+            table.updateRecord(of: handle) { $0.sends += 1 }
+            table.setPlace(.inFlight(connection), of: handle)
+            let record = table[handle]!.record
+            sessions[connection]!.didSend(record.messageID, now: now)
+            timers.schedule(at: now + configuration.ackTimeout, .ackTimeout(record.messageID, connection: connection))
             counters.sent += 1
             actions.append(.send(connection: connection, record: record))
             actions.append(.saveProgress(record))
@@ -28,18 +27,18 @@ extension Dispatcher {
     }
 
     /// Pops the next message that may go now; expires and parks the ones that may not.
-    mutating func nextSendable(now: Double, actions: inout [DispatcherAction]) -> String? {
-        while let messageID = resendQueue.popFirst() ?? readyQueue.popFirst() {
-            guard places[messageID] == .queued, let record = live[messageID] else { continue }
-            if record.isExpired(now: now) {
-                expire(messageID, actions: &actions)
+    mutating func nextSendable(now: Double, actions: inout [DispatcherAction]) -> LiveTable.Handle? {
+        while let handle = resendQueue.popFirst() ?? readyQueue.popFirst() {
+            guard let entry = table[handle], entry.place == .queued else { continue }
+            if entry.record.isExpired(now: now) {
+                expire(handle, actions: &actions)
                 continue
             }
-            if rateLimit.parkIfBlocked(key: record.rateKey, messageID: messageID, now: now) {
-                places[messageID] = .rateLimited
+            if rateLimit.parkIfBlocked(key: entry.record.rateKey, messageID: entry.record.messageID, now: now) {
+                table.setPlace(.rateLimited, of: handle)
                 continue
             }
-            return messageID
+            return handle
         }
         return nil
     }

@@ -12,7 +12,8 @@ public struct MessageStatus: Sendable, Equatable {
 extension Dispatcher {
     /// The live message `messageID` (submitted and not yet out of the live set), or nil.
     public func status(of messageID: String) -> MessageStatus? {
-        guard let record = live[messageID], let place = places[messageID] else { return nil }
+        guard let entry = table.entry(messageID) else { return nil }
+        let (record, place) = (entry.record, entry.place)
         switch place {
         case .persisting: return MessageStatus(state: "persisting", connection: nil, record: record)
         case .queued: return MessageStatus(state: "queued", connection: nil, record: record)

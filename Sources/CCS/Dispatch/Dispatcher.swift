@@ -60,10 +60,10 @@ public struct Dispatcher: Sendable {
     }
 
     enum Timer: Sendable {
-        case retry(String)
+        case retry(LiveTable.Handle)
         case unblock(String)
         case reconnect(slot: Int)
-        case expiry(String)
+        case expiry(LiveTable.Handle)
         case ackTimeout(String, connection: Int)
         case drainDeadline(connection: Int)
     }
@@ -92,17 +92,17 @@ public struct Dispatcher: Sendable {
         /// A redelivery's ACK that waits for the first sighting's hand-over.
         case ack(messageID: UpstreamMessageID, connection: Int, to: String)
         /// A final message leaves the live set.
-        case finalize(messageID: String)
+        case finalize(LiveTable.Handle)
     }
 
-    /// The live set: every message submitted and not yet out (persisting, outstanding, finalizing).
-    var live: [String: MessageRecord] = [:]
-    var places: [String: Place] = [:]
+    /// The live set: every message submitted and not yet out (persisting, outstanding, finalizing), with
+    /// its place; queues and timers refer to it by handle.
+    var table = LiveTable()
     var slots: [Slot] = []
     var slotOfConnection: [Int: Int] = [:]
     /// Resends (drain, lost connection, unblocked keys, retries whose backoff is over) go before new messages.
-    var resendQueue = FIFO<String>()
-    var readyQueue = FIFO<String>()
+    var resendQueue = FIFO<LiveTable.Handle>()
+    var readyQueue = FIFO<LiveTable.Handle>()
     var timers = TimerQueue<Timer>()
     var rateLimit = RateLimit()
     var dedupe: UpstreamDeduplicator
@@ -138,13 +138,13 @@ public struct Dispatcher: Sendable {
 
     /// Messages in the live set: submitted and not yet out (persisting, outstanding, or finalizing). The
     /// daemon's intake high-water mark and "done" check read this.
-    public var outstanding: Int { live.count }
+    public var outstanding: Int { table.count }
 
     /// Accepted messages that are not final (the live set without the persisting and finalizing ones).
-    public var pending: Int { live.count - persisting - finalizing }
+    public var pending: Int { table.count - persisting - finalizing }
 
     /// A live message's current copy (attempts and sends included), or nil.
-    public func record(_ messageID: String) -> MessageRecord? { live[messageID] }
+    public func record(_ messageID: String) -> MessageRecord? { table.entry(messageID)?.record }
 
     /// Set once an authentication failure stopped the pool.
     public var stopReason: String? {
@@ -216,8 +216,9 @@ public struct Dispatcher: Sendable {
         var actions: [DispatcherAction] = []
         switch message {
         case .ack(let ack):
-            guard resolve(ack.messageID, on: id, now: now, actions: &actions), let record = live[ack.messageID] else { break }
-            guard finalize(ack.messageID, event: .acked(
+            guard resolve(ack.messageID, on: id, now: now, actions: &actions), let handle = table.handle(ack.messageID),
+                  let record = table[handle]?.record else { break }
+            guard finalize(handle, event: .acked(
                 messageID: ack.messageID, to: ack.from ?? record.to,
                 canonicalRegistrationID: ack.canonicalRegistrationID,
                 group: ack.group), actions: &actions) else { break }
@@ -282,27 +283,28 @@ public struct Dispatcher: Sendable {
         var actions: [DispatcherAction] = []
         while let timer = timers.popDue(now: now) {
             switch timer {
-            case .retry(let messageID):
+            case .retry(let handle):
                 // Its backoff is over: it goes before messages accepted after it, as rate-limit releases do.
-                if places[messageID] == .retryWait {
-                    places[messageID] = .queued
-                    resendQueue.append(messageID)
+                if table[handle]?.place == .retryWait {
+                    table.setPlace(.queued, of: handle)
+                    resendQueue.append(handle)
                 }
             case .unblock(let key):
-                for messageID in rateLimit.unblock(key: key, now: now) ?? [] where places[messageID] == .rateLimited {
-                    places[messageID] = .queued
-                    resendQueue.append(messageID)
+                for messageID in rateLimit.unblock(key: key, now: now) ?? [] {
+                    guard let handle = table.handle(messageID), table[handle]?.place == .rateLimited else { continue }
+                    table.setPlace(.queued, of: handle)
+                    resendQueue.append(handle)
                 }
             case .reconnect(let slot):
                 if !isClosing, slots[slot].connection == nil {
                     open(slot: slot, actions: &actions)
                 }
-            case .expiry(let messageID):
+            case .expiry(let handle):
                 // A message on the wire waits for its ack or nack (CCS may well accept it; the ack timeout
                 // bounds the wait); if it comes back unresolved, the resend path sees it expired.
-                if let record = live[messageID], let place = places[messageID], place.isActive, record.isExpired(now: now) {
-                    if case .inFlight = place { break }
-                    expire(messageID, actions: &actions)
+                if let entry = table[handle], entry.place.isActive, entry.record.isExpired(now: now) {
+                    if case .inFlight = entry.place { break }
+                    expire(handle, actions: &actions)
                 }
             case .ackTimeout(let messageID, let connection):
                 ackTimeout(messageID, on: connection, now: now, actions: &actions)
@@ -336,8 +338,8 @@ public struct Dispatcher: Sendable {
         // Abandoned copies may still be on the wire: their ids must not come back.
         if case .running = state { state = .intakeClosed(sendingQueued: true) }
         var actions: [DispatcherAction] = []
-        for messageID in places.keys.sorted() {
-            let inFlight: Bool = if case .inFlight = places[messageID] { true } else { false }
+        for messageID in table.messageIDs.sorted() {
+            let inFlight: Bool = if case .inFlight? = table.entry(messageID)?.place { true } else { false }
             if finalize(messageID, event: .nacked(
                 messageID: messageID, error: CCSErrorCode.shutdown.rawValue,
                 description: inFlight
@@ -365,10 +367,10 @@ public struct Dispatcher: Sendable {
     /// Timers of messages that ended early (most end long before their time_to_live) stay in the heap
     /// until due; drop them once they outnumber the live ones, so memory follows the outstanding count.
     mutating func compactTimersIfNeeded() {
-        guard timers.count > 4096, timers.count > 4 * live.count else { return }
+        guard timers.count > 4096, timers.count > 4 * table.count else { return }
         timers.compact { timer in
             switch timer {
-            case .expiry(let messageID): places[messageID] != nil
+            case .expiry(let handle): table[handle] != nil
             case .ackTimeout(let messageID, let connection): sessions[connection]?.sentAt[messageID] != nil
             case .drainDeadline(let connection): sessions[connection] != nil
             default: true

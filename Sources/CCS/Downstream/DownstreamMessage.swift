@@ -128,54 +128,64 @@ extension DownstreamMessage {
     /// The legacy XMPP JSON as compact text, written directly (no intermediate `JSONValue`).
     /// Members come in a fixed order (target, message_id, options, data, notification); keys inside
     /// `data` and `notification` are sorted, so equal messages give equal text. Not XML-escaped.
-    public func jsonString() -> String {
-        var out = ""
+    public func jsonString() -> String { String(decoding: jsonUTF8(), as: UTF8.self) }
+
+    /// `jsonString()` as UTF-8 bytes, written straight into a byte buffer (no `String` growth).
+    public func jsonUTF8() -> [UInt8] {
+        var out: [UInt8] = []
         out.reserveCapacity(256)
-        out += "{"
+        JSONValue.append("{", to: &out)
         switch target {
         case .token(let token):
-            out += "\"to\":"
+            JSONValue.append("\"to\":", to: &out)
             JSONValue.writeString(token, to: &out)
         case .topic(let name):
-            out += "\"to\":"
+            JSONValue.append("\"to\":", to: &out)
             JSONValue.writeString("/topics/" + name, to: &out)
         case .condition(let condition):
-            out += "\"condition\":"
+            JSONValue.append("\"condition\":", to: &out)
             JSONValue.writeString(condition, to: &out)
         }
         if let messageID {
-            out += ",\"message_id\":"
+            JSONValue.append(",\"message_id\":", to: &out)
             JSONValue.writeString(messageID, to: &out)
         }
         if let collapseKey {
-            out += ",\"collapse_key\":"
+            JSONValue.append(",\"collapse_key\":", to: &out)
             JSONValue.writeString(collapseKey, to: &out)
         }
-        if let priority { out += ",\"priority\":\"" + priority.rawValue + "\"" }
-        if let contentAvailable { out += contentAvailable ? ",\"content_available\":true" : ",\"content_available\":false" }
-        if let mutableContent { out += mutableContent ? ",\"mutable_content\":true" : ",\"mutable_content\":false" }
-        if let timeToLive { out += ",\"time_to_live\":" + String(timeToLive) }
-        if let dryRun { out += dryRun ? ",\"dry_run\":true" : ",\"dry_run\":false" }
+        if let priority {
+            JSONValue.append(",\"priority\":\"", to: &out)
+            out.append(contentsOf: priority.rawValue.utf8)
+            JSONValue.append("\"", to: &out)
+        }
+        if let contentAvailable { contentAvailable ? JSONValue.append(",\"content_available\":true", to: &out) : JSONValue.append(",\"content_available\":false", to: &out) }
+        if let mutableContent { mutableContent ? JSONValue.append(",\"mutable_content\":true", to: &out) : JSONValue.append(",\"mutable_content\":false", to: &out) }
+        if let timeToLive {
+            JSONValue.append(",\"time_to_live\":", to: &out)
+            JSONValue.append(Int64(timeToLive), to: &out)
+        }
+        if let dryRun { dryRun ? JSONValue.append(",\"dry_run\":true", to: &out) : JSONValue.append(",\"dry_run\":false", to: &out) }
         if let deliveryReceiptRequested {
-            out += deliveryReceiptRequested ? ",\"delivery_receipt_requested\":true" : ",\"delivery_receipt_requested\":false"
+            deliveryReceiptRequested ? JSONValue.append(",\"delivery_receipt_requested\":true", to: &out) : JSONValue.append(",\"delivery_receipt_requested\":false", to: &out)
         }
         if let data {
-            out += ",\"data\":{"
+            JSONValue.append(",\"data\":{", to: &out)
             var first = true
-            for key in data.keys.sorted() {
-                if !first { out += "," }
+            for (key, value) in data.sorted(by: { $0.key < $1.key }) {  // sorted pairs: no lookup per key
+                if !first { JSONValue.append(",", to: &out) }
                 first = false
                 JSONValue.writeString(key, to: &out)
-                out += ":"
-                JSONValue.writeString(data[key]!, to: &out)
+                JSONValue.append(":", to: &out)
+                JSONValue.writeString(value, to: &out)
             }
-            out += "}"
+            JSONValue.append("}", to: &out)
         }
         if let notification {
-            out += ",\"notification\":"
+            JSONValue.append(",\"notification\":", to: &out)
             JSONValue.object(notification).write(to: &out)
         }
-        out += "}"
+        JSONValue.append("}", to: &out)
         return out
     }
 }

@@ -59,7 +59,8 @@ enum RegistrationToken {
             return "must start with exactly /topics/ (lowercase, with the leading slash) to address a topic; a token never contains /"
         }
         if text.utf8.count > maximumLength { return rule + "; it is \(text.utf8.count) bytes long" }
-        if let byte = text.utf8.first(where: { !isAllowed($0) }) {
+        var copy = text
+        if let byte = copy.withUTF8({ $0.first(where: { !isAllowed($0) }) }) {  // over the bytes: no String iteration
             let what: String
             switch byte {
             case 0x20, 0x09, 0x0A, 0x0D: what = "whitespace"
@@ -75,7 +76,13 @@ enum RegistrationToken {
     /// A `/` anywhere, or a value naming topics: a topic target written without the exact prefix
     /// (`topics/x`, `/topic/x`, `/Topics/x`, `/topics` without a name).
     private static func looksLikeTopic(_ text: String) -> Bool {
-        text.utf8.contains(UInt8(ascii: "/")) || text.lowercased().hasPrefix("topics")
+        var copy = text
+        let (slash, first) = copy.withUTF8 { ($0.contains(UInt8(ascii: "/")), $0.first) }
+        if slash { return true }
+        // An ASCII first byte other than t/T starts a first character whose lowercase does not start with
+        // "t": no lowercased copy of the whole token then (the usual case, on every message).
+        if let first, first < 0x80, first | 0x20 != UInt8(ascii: "t") { return false }
+        return text.lowercased().hasPrefix("topics")
     }
 }
 

@@ -16,13 +16,24 @@ public enum CCSStanza {
 
     /// `<message id="ID"><gcm xmlns="google:mobile:data">JSON</gcm></message>`, JSON escaped as text.
     public static func downstream(messageID: String, json: String) -> String {
-        var out = "<message id=\""
-        out.reserveCapacity(json.utf8.count + messageID.utf8.count + 80)
+        String(decoding: downstreamUTF8(messageID: messageID, json: json), as: UTF8.self)
+    }
+
+    /// `downstream(messageID:json:)` as UTF-8 bytes, escaped straight into a byte buffer: what
+    /// `MessageRecord.stanza` holds, built once at intake and written as is on every send.
+    public static func downstreamUTF8(messageID: String, json: String) -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(json.utf8.count + messageID.utf8.count + 96)
+        append("<message id=\"", to: &out)
         XMLWriter.appendEscapedAttribute(messageID, to: &out)
-        out += "\"><gcm xmlns=\"google:mobile:data\">"
+        append("\"><gcm xmlns=\"google:mobile:data\">", to: &out)
         XMLWriter.appendEscapedText(json, to: &out)
-        out += "</gcm></message>"
+        append("</gcm></message>", to: &out)
         return out
+    }
+
+    private static func append(_ text: StaticString, to out: inout [UInt8]) {
+        text.withUTF8Buffer { out.append(contentsOf: $0) }
     }
 
     /// The ACK of an upstream message or receipt: `<message id="ccsd-ack:ID"><gcm xmlns="google:mobile:data">`

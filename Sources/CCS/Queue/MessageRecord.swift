@@ -3,22 +3,52 @@
 /// `json` is the legacy XMPP JSON (ccs-protocol.md §3), serialized once at intake with its message_id;
 /// every send reuses it unchanged, so a resend carries the same message_id.
 public struct MessageRecord: Sendable, Equatable {
-    public let messageID: String
+    /// What never changes after intake, shared by every copy: a record travels through several actions,
+    /// queues and the store per message, and a copy then costs one reference, not one per field.
+    private final class Fixed: Sendable {
+        let messageID: String
+        let json: String
+        let stanza: [UInt8]
+        let to: String
+        let rateKey: String
+        let acceptedAt: Double
+        let acceptedAtUnixMillis: Int64
+        let timeToLive: Int
+
+        init(messageID: String, json: String, to: String, rateKey: String, acceptedAt: Double, acceptedAtUnixMillis: Int64,
+             timeToLive: Int) {
+            self.messageID = messageID
+            self.json = json
+            self.stanza = CCSStanza.downstreamUTF8(messageID: messageID, json: json)
+            self.to = to
+            self.rateKey = rateKey
+            self.acceptedAt = acceptedAt
+            self.acceptedAtUnixMillis = acceptedAtUnixMillis
+            self.timeToLive = timeToLive
+        }
+    }
+
+    private let fixed: Fixed
+
+    public var messageID: String { fixed.messageID }
     /// The JSON object text placed inside `<gcm>`.
-    public let json: String
+    public var json: String { fixed.json }
+    /// The whole downstream stanza as UTF-8 (`CCSStanza.downstream(messageID:json:)`): escaped and framed
+    /// once, when the record is made, and written as is on every send and resend.
+    public var stanza: [UInt8] { fixed.stanza }
     /// The target as written (`to` value, or the condition), for events.
-    public let to: String
+    public var to: String { fixed.to }
     /// The key that RATE_EXCEEDED backs off: the token, or the topic / condition (§4).
-    public let rateKey: String
+    public var rateKey: String { fixed.rateKey }
     /// When intake accepted it: seconds on the dispatcher's monotonic clock. After a restart the driver
     /// derives it from `acceptedAtUnixMillis` (now − (wall clock now − acceptedAtUnixMillis)), so the
     /// time_to_live clock keeps running across the restart.
-    public let acceptedAt: Double
+    public var acceptedAt: Double { fixed.acceptedAt }
     /// When intake accepted it: milliseconds since 1970-01-01 UTC (wall clock). The time_to_live clock
     /// across restarts; stored with the message.
-    public let acceptedAtUnixMillis: Int64
+    public var acceptedAtUnixMillis: Int64 { fixed.acceptedAtUnixMillis }
     /// Seconds; 0 = now or never (§3).
-    public let timeToLive: Int
+    public var timeToLive: Int { fixed.timeToLive }
     /// Attempts that count toward the limit (a drain or a lost connection does not count).
     public var attempts = 0
     /// How many times it went on the wire, resends included.
@@ -28,16 +58,20 @@ public struct MessageRecord: Sendable, Equatable {
 
     public init(messageID: String, json: String, to: String, rateKey: String, acceptedAt: Double, acceptedAtUnixMillis: Int64,
                 timeToLive: Int, attempts: Int = 0, sends: Int = 0, lastError: String? = nil) {
-        self.messageID = messageID
-        self.json = json
-        self.to = to
-        self.rateKey = rateKey
-        self.acceptedAt = acceptedAt
-        self.acceptedAtUnixMillis = acceptedAtUnixMillis
-        self.timeToLive = timeToLive
+        self.fixed = Fixed(messageID: messageID, json: json, to: to, rateKey: rateKey, acceptedAt: acceptedAt,
+                           acceptedAtUnixMillis: acceptedAtUnixMillis, timeToLive: timeToLive)
         self.attempts = attempts
         self.sends = sends
         self.lastError = lastError
+    }
+
+    /// Equal when every field is (`stanza` follows from `messageID` and `json`).
+    public static func == (lhs: MessageRecord, rhs: MessageRecord) -> Bool {
+        lhs.attempts == rhs.attempts && lhs.sends == rhs.sends && lhs.lastError == rhs.lastError
+            && (lhs.fixed === rhs.fixed
+                || (lhs.messageID == rhs.messageID && lhs.json == rhs.json && lhs.to == rhs.to && lhs.rateKey == rhs.rateKey
+                    && lhs.acceptedAt == rhs.acceptedAt && lhs.acceptedAtUnixMillis == rhs.acceptedAtUnixMillis
+                    && lhs.timeToLive == rhs.timeToLive))
     }
 
     /// Grace in seconds for a `time_to_live: 0` message to get its one immediate try.

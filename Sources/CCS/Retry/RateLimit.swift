@@ -22,17 +22,21 @@ struct RateLimit: Sendable {
 
     /// A message for `key` became final: the last one takes the key's strikes with it.
     mutating func ended(key: String) {
-        let remaining = (outstanding[key] ?? 1) - 1
-        if remaining > 0 {
-            outstanding[key] = remaining
-        } else {
+        let remaining = Self.decrement(&outstanding[key, default: 1])  // one lookup
+        if remaining <= 0 {
             outstanding[key] = nil
-            strikes[key] = nil
+            if !strikes.isEmpty { strikes[key] = nil }
         }
+    }
+
+    private static func decrement(_ count: inout Int) -> Int {
+        count -= 1
+        return count
     }
 
     /// CCS accepted a message for `key`: its backoff starts over.
     mutating func acked(key: String) {
+        guard !strikes.isEmpty else { return }  // the usual case: no lookup
         strikes[key] = nil
     }
 
@@ -51,6 +55,7 @@ struct RateLimit: Sendable {
 
     /// Parks `messageID` behind its key's block when the key is blocked at `now`; false when it may go.
     mutating func parkIfBlocked(key: String, messageID: String, now: Double) -> Bool {
+        guard !blocked.isEmpty else { return false }  // the usual case: no lookup
         guard var block = blocked[key], block.until > now else { return false }
         block.waiting.append(messageID)
         blocked[key] = block

@@ -88,30 +88,34 @@ extension DispatcherEvent {
     }
 }
 
-/// Builds one compact JSON object; callers add keys in the order they want them written.
+/// Builds one compact JSON object as UTF-8 bytes (no `String` growth); callers add keys in the order they
+/// want them written.
 private struct EventLine {
-    private var text = "{"
+    private var bytes: [UInt8] = [UInt8(ascii: "{")]
 
-    init() { text.reserveCapacity(128) }
+    init() { bytes.reserveCapacity(160) }
 
-    mutating func field(_ key: String, _ value: String) {
+    mutating func field(_ key: StaticString, _ value: String) {
         separator(key)
-        JSONValue.writeString(value, to: &text)
+        JSONValue.writeString(value, to: &bytes)
     }
 
-    mutating func field(_ key: String, _ value: JSONValue) {
+    mutating func field(_ key: StaticString, _ value: JSONValue) {
         separator(key)
-        value.write(to: &text)
+        value.write(to: &bytes)
     }
 
-    private mutating func separator(_ key: String) {
-        if text.utf8.count > 1 { text += "," }
-        JSONValue.writeString(key, to: &text)
-        text += ":"
+    /// Keys are plain ASCII names: written as they are, quoted.
+    private mutating func separator(_ key: StaticString) {
+        if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+        bytes.append(UInt8(ascii: "\""))
+        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(UInt8(ascii: "\""))
+        bytes.append(UInt8(ascii: ":"))
     }
 
     consuming func finish() -> String {
-        text += "}"
-        return text
+        bytes.append(UInt8(ascii: "}"))
+        return String(decoding: bytes, as: UTF8.self)
     }
 }

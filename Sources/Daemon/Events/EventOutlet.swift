@@ -38,6 +38,12 @@ public final class EventOutlet: @unchecked Sendable {
         if buffer.count >= 64 * 1024 { flush() }
     }
 
+    /// Buffers one line given as UTF-8 bytes (with its trailing newline).
+    public func append(utf8 line: [UInt8]) {
+        buffer.append(contentsOf: line)
+        if buffer.count >= 64 * 1024 { flush() }
+    }
+
     /// Writes all buffered events (blocking until the descriptor takes them).
     /// - Returns: false when they could not all be written; `failure` says why. The daemon then stops,
     ///   since it can no longer hand anything over.

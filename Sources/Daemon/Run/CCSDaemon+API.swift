@@ -176,7 +176,7 @@ extension CCSDaemon {
     /// A commit returned (after the dispatcher was told): answers what it made durable and wakes the feed.
     func apiCommitted(_ result: StoreCommitResult) {
         if let last = result.journaled.last { api.lastJournaledSeq = max(api.lastJournaledSeq, last.seq) }
-        for persisted in result.persisted where persisted.outcome == .stored {
+        for persisted in result.persisted where persisted.outcome == .stored && !api.awaitingInsert.isEmpty {
             if let waiting = api.awaitingInsert.removeValue(forKey: persisted.messageID) {
                 waiting.ticket.complete(waiting.index, .accepted(messageID: persisted.messageID))
             }

@@ -3,12 +3,19 @@
 public protocol EventSink: AnyObject {
     /// Buffers one line (with its trailing newline).
     func append(_ line: String)
+    /// Buffers one line given as UTF-8 bytes (with its trailing newline); see the extension's default.
+    func append(utf8 line: [UInt8])
     /// Writes everything buffered.
     /// - Returns: false when it could not all be written; `failure` says why. The daemon then stops
     ///   (exit 4), since it can hand nothing more over.
     @discardableResult func flush() -> Bool
     /// Why the last write failed; nil while every write succeeded.
     var failure: String? { get }
+}
+
+extension EventSink {
+    /// Default: the bytes as text, through `append(_:)`.
+    public func append(utf8 line: [UInt8]) { append(String(decoding: line, as: UTF8.self)) }
 }
 
 extension EventOutlet: EventSink {}

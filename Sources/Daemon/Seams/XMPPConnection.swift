@@ -19,6 +19,9 @@ public protocol XMPPConnection: AnyObject {
     /// Queues one stanza's XML text (a downstream message or an ACK, ccs-protocol.md §2–§3).
     /// - Returns: false when the stream is not open for stanzas (not logged in, closing, ended).
     @discardableResult func send(raw text: String) -> Bool
+    /// Queues one stanza's XML as UTF-8 bytes (`MessageRecord.stanza`); as `send(raw:)` otherwise (see the
+    /// extension's default).
+    @discardableResult func send(utf8 bytes: [UInt8]) -> Bool
     /// Closes the stream politely (`</stream:stream>`, RFC 6120 §4.4), then TLS; ends with `.closedLocally`.
     func close()
     /// Drops the connection at once (no closing handshake); ends with `.closedLocally`.
@@ -44,6 +47,10 @@ extension XMPPConnection {
     /// Stops (true) or resumes (false) reading from the server: inbound backpressure, the peer's writes then
     /// wait in TCP. Default: nothing (a connection that cannot pause keeps reading).
     public func setReadingPaused(_ paused: Bool) {}
+
+    /// Default: the bytes as text, through `send(raw:)`.
+    @discardableResult
+    public func send(utf8 bytes: [UInt8]) -> Bool { send(raw: String(decoding: bytes, as: UTF8.self)) }
 }
 
 extension XMPPConnectionDelegate {

@@ -1,0 +1,90 @@
+/// The dispatcher's live set in one table: every message submitted and not yet out (persisting,
+/// outstanding, finalizing), each in a slot with its record and its place.
+///
+/// Queues, timers and releases hold a `Handle` (slot and generation), so moving a message along its path
+/// touches no `String`-keyed map; the one map by message_id serves the lookups that arrive with a
+/// message_id (intake duplicates, acks, nacks, status). A slot is reused once its message leaves; its
+/// generation then changes, so a handle left behind in a queue or timer finds nothing instead of the slot's
+/// next message.
+struct LiveTable: Sendable {
+    /// A live message's compact handle: its slot, and the slot's generation when the message took it.
+    struct Handle: Sendable, Equatable {
+        let slot: Int32
+        let generation: UInt32
+    }
+
+    struct Entry: Sendable {
+        var record: MessageRecord
+        var place: Dispatcher.Place
+    }
+
+    private var entries: [Entry?] = []
+    private var generations: [UInt32] = []
+    private var freeSlots: [Int32] = []
+    private var slotOfMessageID: [String: Int32] = [:]
+
+    /// Messages in the table.
+    var count: Int { slotOfMessageID.count }
+
+    /// The message_ids in the table, in no order.
+    var messageIDs: Dictionary<String, Int32>.Keys { slotOfMessageID.keys }
+
+    /// The handle of live message `messageID`, or nil.
+    func handle(_ messageID: String) -> Handle? {
+        guard let slot = slotOfMessageID[messageID] else { return nil }
+        return Handle(slot: slot, generation: generations[Int(slot)])
+    }
+
+    /// The entry a handle names; nil once its message left the table.
+    subscript(handle: Handle) -> Entry? {
+        generations[Int(handle.slot)] == handle.generation ? entries[Int(handle.slot)] : nil
+    }
+
+    /// The entry of live message `messageID`, or nil.
+    func entry(_ messageID: String) -> Entry? {
+        guard let slot = slotOfMessageID[messageID] else { return nil }
+        return entries[Int(slot)]
+    }
+
+    /// Adds a message whose message_id is not in the table (one lookup); nil, and nothing changed, when it is.
+    mutating func insert(_ record: MessageRecord, place: Dispatcher.Place) -> Handle? {
+        let slot = freeSlots.last ?? Int32(entries.count)
+        guard Self.claim(&slotOfMessageID[record.messageID, default: -1], for: slot) else { return nil }
+        if freeSlots.isEmpty {
+            entries.append(Entry(record: record, place: place))
+            generations.append(0)
+        } else {
+            freeSlots.removeLast()
+            entries[Int(slot)] = Entry(record: record, place: place)
+        }
+        return Handle(slot: slot, generation: generations[Int(slot)])
+    }
+
+    private static func claim(_ value: inout Int32, for slot: Int32) -> Bool {
+        guard value == -1 else { return false }
+        value = slot
+        return true
+    }
+
+    /// Moves a live message to `place`. The handle must be current.
+    mutating func setPlace(_ place: Dispatcher.Place, of handle: Handle) {
+        precondition(generations[Int(handle.slot)] == handle.generation, "stale handle")
+        entries[Int(handle.slot)]!.place = place
+    }
+
+    /// Changes a live message's record in place. The handle must be current.
+    mutating func updateRecord(of handle: Handle, _ change: (inout MessageRecord) -> Void) {
+        precondition(generations[Int(handle.slot)] == handle.generation, "stale handle")
+        change(&entries[Int(handle.slot)]!.record)
+    }
+
+    /// Takes a message out of the table; its handles find nothing from now on. The handle must be current.
+    mutating func remove(_ handle: Handle) {
+        let slot = Int(handle.slot)
+        precondition(generations[slot] == handle.generation, "stale handle")
+        slotOfMessageID[entries[slot]!.record.messageID] = nil
+        entries[slot] = nil
+        generations[slot] &+= 1
+        freeSlots.append(handle.slot)
+    }
+}

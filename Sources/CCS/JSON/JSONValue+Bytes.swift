@@ -1,0 +1,117 @@
+/// JSON writing into a byte buffer: the same text as `write(to:)` and `writeString(_:to:)` on a `String`,
+/// as UTF-8 bytes, for the per-message path (stanzas and event lines), which then grows no `String`.
+extension JSONValue {
+    /// Appends compact JSON text to `out`: the bytes of `write(to:)` on a `String` (object keys sorted).
+    public func write(to out: inout [UInt8]) {
+        switch self {
+        case .null: JSONValue.append("null", to: &out)
+        case .bool(let b): JSONValue.append(b ? "true" : "false", to: &out)
+        case .int(let i): JSONValue.append(i, to: &out)
+        case .double(let d):
+            if d.isFinite, d.rounded() == d, abs(d) < 1e15 {
+                JSONValue.append(Int64(d), to: &out)
+            } else if d.isFinite {
+                out.append(contentsOf: "\(d)".utf8)
+            } else {
+                JSONValue.append("null", to: &out)
+            }
+        case .number(let text): out.append(contentsOf: text.utf8)
+        case .string(let s): JSONValue.writeString(s, to: &out)
+        case .array(let a):
+            out.append(UInt8(ascii: "["))
+            var first = true
+            for element in a {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                element.write(to: &out)
+            }
+            out.append(UInt8(ascii: "]"))
+        case .object(let o):
+            out.append(UInt8(ascii: "{"))
+            var first = true
+            for key in o.keys.sorted() {
+                if !first { out.append(UInt8(ascii: ",")) }
+                first = false
+                JSONValue.writeString(key, to: &out)
+                out.append(UInt8(ascii: ":"))
+                o[key]!.write(to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+        }
+    }
+
+    /// Appends `s` as a JSON string literal: the bytes of `writeString(_:to:)` on a `String` (RFC 8259 §7;
+    /// U+FFFE and U+FFFF as `\ufffe` `\uffff`, ccs-protocol.md §2).
+    public static func writeString(_ s: String, to out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { writeString(utf8: $0, to: &out) }
+    }
+
+    /// `writeString` over valid UTF-8 bytes, copying the runs between escapes whole.
+    static func writeString(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        out.reserveCapacity(out.count + bytes.count + 2)
+        out.append(UInt8(ascii: "\""))
+        let end = bytes.count
+        var runStart = 0
+        var index = 0
+        while index < end {
+            let byte = bytes[index]
+            if byte >= 0x20 && byte != 0x22 && byte != 0x5C && byte != 0xEF {
+                index += 1
+                continue
+            }
+            var next = index + 1
+            let escape: StaticString
+            switch byte {
+            case 0x22: escape = "\\\""
+            case 0x5C: escape = "\\\\"
+            case 0x0A: escape = "\\n"
+            case 0x0D: escape = "\\r"
+            case 0x09: escape = "\\t"
+            case 0xEF:
+                guard index + 2 < end, bytes[index + 1] == 0xBF, bytes[index + 2] == 0xBE || bytes[index + 2] == 0xBF else {
+                    index = next
+                    continue
+                }
+                escape = bytes[index + 2] == 0xBE ? "\\ufffe" : "\\uffff"
+                next = index + 3
+            default:
+                // Other C0 controls: \u00XX, lowercase hex.
+                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                let hex: StaticString = "0123456789abcdef"
+                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
+                                        hex.utf8Start[Int(byte >> 4)], hex.utf8Start[Int(byte & 0xF)]])
+                index = next
+                runStart = next
+                continue
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+            escape.withUTF8Buffer { out.append(contentsOf: $0) }
+            index = next
+            runStart = next
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<end]))
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// Appends the ASCII of a static text.
+    static func append(_ text: StaticString, to out: inout [UInt8]) {
+        text.withUTF8Buffer { out.append(contentsOf: $0) }
+    }
+
+    /// Appends `value` in decimal, as `String(value)` writes it.
+    public static func append(_ value: Int64, to out: inout [UInt8]) {
+        if value < 0 { out.append(UInt8(ascii: "-")) }
+        var magnitude = value.magnitude
+        var digits: (UInt64, UInt64, UInt64) = (0, 0, 0)  // room for the 20 digits of UInt64.max, back to front
+        withUnsafeMutableBytes(of: &digits) { buffer in
+            var index = buffer.count
+            repeat {
+                index -= 1
+                buffer[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            } while magnitude > 0
+            out.append(contentsOf: UnsafeRawBufferPointer(rebasing: buffer[index...]))
+        }
+    }
+}

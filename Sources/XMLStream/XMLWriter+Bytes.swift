@@ -1,0 +1,73 @@
+/// The escapes of `XMLWriter` into a byte buffer: the per-message path builds a downstream stanza as UTF-8
+/// bytes once and writes them as they are, with no `String` growth.
+extension XMLWriter {
+    /// Appends `s` as XML character data: the same bytes `appendEscapedText(_:to:)` appends to a `String`
+    /// (XML 1.0 §2.4, §2.11; non-`Char`s as U+FFFD).
+    public static func appendEscapedText(_ s: String, to out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { appendEscaped($0, inAttribute: false, to: &out) }
+    }
+
+    /// Appends `s` as the value of a quoted attribute: the same bytes `appendEscapedAttribute(_:to:)`
+    /// appends to a `String` (XML 1.0 §2.3, §3.3.3).
+    public static func appendEscapedAttribute(_ s: String, to out: inout [UInt8]) {
+        var s = s
+        s.withUTF8 { appendEscaped($0, inAttribute: true, to: &out) }
+    }
+
+    /// C0 controls but tab and LF, `&`, `<`, `>`: the bytes below 0x40 character data replaces.
+    private static let textSpecials: UInt64 = (0xFFFF_FFFF & ~(1 << 0x09 | 1 << 0x0A)) | 1 << 0x26 | 1 << 0x3C | 1 << 0x3E
+    /// Every C0 control, `"`, `&`, `'`, `<`, `>`: the bytes below 0x40 an attribute value replaces.
+    private static let attributeSpecials: UInt64 = 0xFFFF_FFFF | 1 << 0x22 | 1 << 0x26 | 1 << 0x27 | 1 << 0x3C | 1 << 0x3E
+
+    /// Escapes valid UTF-8 `bytes` (a `String`'s) into `out`, copying the runs between escapes whole.
+    static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, inAttribute: Bool, to out: inout [UInt8]) {
+        out.reserveCapacity(out.count + bytes.count + 16)
+        let special = inAttribute ? attributeSpecials : textSpecials
+        let end = bytes.count
+        var runStart = 0
+        var index = 0
+        while index < end {
+            let byte = bytes[index]
+            // Bytes below 0x40 that may need a replacement are the bits of `special`; above, only 0xEF
+            // (which leads U+FFFE and U+FFFF).
+            if byte >= 0x40 ? byte != 0xEF : special & (1 << UInt64(byte)) == 0 {
+                index += 1
+                continue
+            }
+            var next = index + 1
+            let replacement: StaticString
+            switch byte {
+            case UInt8(ascii: "&"): replacement = "&amp;"
+            case UInt8(ascii: "<"): replacement = "&lt;"
+            case UInt8(ascii: ">"): replacement = "&gt;"
+            case UInt8(ascii: "\"") where inAttribute: replacement = "&quot;"
+            case UInt8(ascii: "'") where inAttribute: replacement = "&apos;"
+            case 0x09 where inAttribute: replacement = "&#9;"
+            case 0x0A where inAttribute: replacement = "&#10;"
+            case 0x0D: replacement = "&#13;"
+            case 0x09, 0x0A:
+                index = next
+                continue
+            case 0x00...0x1F:
+                replacement = "\u{FFFD}"
+            case 0xEF:
+                // U+FFFE is EF BF BE, U+FFFF is EF BF BF.
+                guard index + 2 < end, bytes[index + 1] == 0xBF, bytes[index + 2] == 0xBE || bytes[index + 2] == 0xBF else {
+                    index = next
+                    continue
+                }
+                replacement = "\u{FFFD}"
+                next = index + 3
+            default:
+                index = next
+                continue
+            }
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+            replacement.withUTF8Buffer { out.append(contentsOf: $0) }
+            index = next
+            runStart = next
+        }
+        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<end]))
+    }
+}
