@@ -43,6 +43,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     private var lifecycleTimer: (any ScheduledWork)?
     private var onExit: (@Sendable (Int32) -> Void)?
     private var intakeResume: (() -> Void)?
+    /// The intake read-ahead bound by bytes, `max_queued_bytes` (Intake/IntakeByteBound.swift).
+    var intakeBytes = IntakeByteBound()
     private var intakeStarter: (() -> Void)?
     private var loadedStore: StoreSnapshot?
     /// The store is closing (`closeStore`); the exit waits for it.
@@ -172,8 +174,10 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             switch item {
             case .message(let message, let line):
                 let key = message.targetKey
+                let json = message.jsonString()
+                intakeBytes.submitted(json.utf8.count)
                 batch.append((MessageRecord(
-                    messageID: message.messageID!, json: message.jsonString(), to: key, rateKey: key,
+                    messageID: message.messageID!, json: json, to: key, rateKey: key,
                     acceptedAt: now, acceptedAtUnixMillis: unixMillis, timeToLive: message.effectiveTimeToLive), line))
             case .invalid(let line, let messageID, let error):
                 if !batch.isEmpty {
@@ -192,7 +196,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
         if !batch.isEmpty { actions += dispatcher.submit(batch, now: now) }
         perform(actions)
-        if dispatcher.outstanding < configuration.maxQueued || dispatcher.stopReason != nil {
+        if dispatcher.stopReason != nil
+            || (dispatcher.outstanding < configuration.maxQueued && !intakeMustPauseForBytes()) {
             resume()
         } else {
             intakeResume = resume
@@ -221,6 +226,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 dispatcher.closeIntake(sendingQueued: configuration.store == .memory)
                 if let resume = intakeResume {
                     intakeResume = nil
+                    intakeBytes.reset()
                     resume()  // the reader carries on; what it submits is refused (retryable)
                 }
             case .abandonOutstanding:
@@ -487,7 +493,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             }
         }
         if !readingPaused.isEmpty { resumeReadingWhenPaid() }
-        if let resume = intakeResume, dispatcher.outstanding < max(configuration.maxQueued / 2, 1) {
+        if let resume = intakeResume, dispatcher.outstanding < max(configuration.maxQueued / 2, 1), intakeMayResumeForBytes() {
             intakeResume = nil
             resume()
         }
