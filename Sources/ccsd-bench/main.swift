@@ -209,6 +209,8 @@ func runLoad(store: String, connections: Int, messages: Int, rate: Int, options:
                       "--sender-id", "123456789012", "--server-key-file", keyFile, "--connections", "\(connections)",
                       "--input", "-", "--events", "-", "--exit-when-done", "--log-level", "warning",
                       "--store", store, "--state-dir", directory.appendingPathComponent("state").path]
+        // CCSD_BENCH_CCSD_ARGS: more `ccsd run` arguments, for experiments (e.g. "--max-queued 1000").
+        + (ProcessInfo.processInfo.environment["CCSD_BENCH_CCSD_ARGS"]?.split(separator: " ").map(String.init) ?? [])
     let input = Pipe(), output = Pipe()
     ccsd.standardInput = input
     ccsd.standardOutput = output

@@ -3,19 +3,20 @@ import Daemon
 import Foundation
 import Testing
 
-/// `max_queued_bytes` (docs/limits.md): intake pauses while the outstanding messages hold that many bytes
-/// of JSON text, whatever their count, and resumes below half; nothing is lost or reordered.
+/// `max_queued_bytes` (docs/limits.md): intake pauses while the outstanding messages weigh that many bytes
+/// (JSON text plus 1 KiB each), whatever their count, and resumes below half; nothing is lost or reordered.
 @Suite struct IntakeByteBoundTests {
     /// A resume callback's calls, from the daemon's loop.
     final class Resumed: @unchecked Sendable {
         var count = 0
     }
 
-    /// Twenty messages of about 100 bytes each against a bound of 1,000 bytes (the count bound, 20,000,
-    /// is far away): the batch is taken, intake pauses; acks that leave more than half the bytes outstanding
-    /// do not resume it; the ack that brings them below half does. Every message is acked once, in order.
+    /// Twenty messages of about 90 bytes of JSON (weighing about 1,110 bytes each) against a bound of 11,000
+    /// bytes (the count bound, 20,000, is far away): the batch is taken, intake pauses; acks that leave more
+    /// than half the weight outstanding do not resume it; the ack that brings it below half does. Every
+    /// message is accepted and acked once, in input order.
     @Test func intakePausesAtTheByteBoundAndResumesBelowHalf() {
-        let h = DaemonDriverTests.Harness(store: .memory) { $0.maxQueuedBytes = 1000 }
+        let h = DaemonDriverTests.Harness(store: .memory) { $0.maxQueuedBytes = 11_000 }
         h.startReady()
         let ids = (0..<20).map { "bytes-\($0)" }
         let resumed = Resumed()
@@ -25,13 +26,13 @@ import Testing
         }
         h.daemon.submit(items) { resumed.count += 1 }
         #expect(h.settle { h.sentDownstream().count == 20 })
-        #expect(resumed.count == 0, "intake resumed with about 2,000 bytes outstanding against a bound of 1,000")
-        // Ten acked: about 1,000 bytes left, not below half of the bound.
+        #expect(resumed.count == 0, "intake resumed with about 22,000 bytes outstanding against a bound of 11,000")
+        // Ten acked: about 11,000 bytes left, not below half of the bound.
         for id in ids.prefix(10) { h.ack(id) }
         #expect(h.settle { h.events("acked").count == 10 })
         h.spin()
         #expect(resumed.count == 0, "intake resumed above half of the bound")
-        // Sixteen acked: about 400 bytes left, below half.
+        // Sixteen acked: about 4,400 bytes left, below half.
         for id in ids[10..<16] { h.ack(id) }
         #expect(h.settle { resumed.count == 1 })
         for id in ids[16...] { h.ack(id) }

@@ -30,7 +30,7 @@ import Foundation
 /// | `max_stanza_attributes` | integer 8…1024 | 64 (per start tag, namespace declarations included) |
 /// | `max_line_bytes` | integer 1024…16777216 | 65536 (longest intake line) |
 /// | `max_queued` | integer 1…10000000 | 20000 (outstanding messages above which intake pauses) |
-/// | `max_queued_bytes` | integer 65536…1073741824 | connections × window × 1024, at least 1048576 (JSON bytes of outstanding messages above which intake pauses) |
+/// | `max_queued_bytes` | integer 65536…1073741824 | connections × window × 1024, at least 1048576 (weight of the outstanding messages, JSON text plus 1 KiB each, above which intake pauses) |
 /// | `max_pending_upstream` | integer 1…100000 | 1000 (ACKs owed on one connection above which ccsd stops reading it) |
 /// | `shutdown_grace_seconds` | number > 0 | 10 (on SIGTERM: time to finish outstanding messages) |
 /// | `ack_timeout_seconds` | number > 0 | 60 (a connection resolving nothing that long is dropped, its messages resent) |
@@ -80,8 +80,8 @@ public struct Configuration: Sendable {
     public var maxLineBytes = 65_536
     /// Outstanding messages (accepted, not final) above which intake stops reading until they fall to half.
     public var maxQueued = 20_000
-    /// Bytes of JSON text of the outstanding messages at which intake stops reading until they fall below
-    /// half; nil: `defaultMaxQueuedBytes` (see `effectiveMaxQueuedBytes`).
+    /// Bytes the outstanding messages may weigh (JSON text plus 1 KiB each for ccsd's bookkeeping) before
+    /// intake stops reading until they weigh less than half; nil: `defaultMaxQueuedBytes`.
     public var maxQueuedBytes: Int?
     /// Upstream messages and receipts awaiting their record (ACKs owed) on one connection at which ccsd stops
     /// reading that connection, until they fall to half.
@@ -565,8 +565,8 @@ extension Configuration {
     public var effectiveMaxQueuedBytes: Int { maxQueuedBytes ?? defaultMaxQueuedBytes }
 
     /// `max_queued_bytes` when unset: 1 KiB per window slot of every connection (connections × window ×
-    /// 1024), at least 1 MiB. A small multiple of what the connections can have in flight (CCS payloads are
-    /// at most 4 KiB, typical ones a few hundred bytes), so the windows stay full while memory stays flat;
-    /// with the SQLite store the rest waits in the producer's pipe or the store.
+    /// 1024), at least 1 MiB: with messages of a few hundred bytes (weighing about 1.2 KiB each) a small
+    /// multiple of what the connections have in flight, so the windows stay full while memory stays flat;
+    /// the rest waits in the producer's pipe.
     public var defaultMaxQueuedBytes: Int { max(1 << 20, connections * window * 1024) }
 }

@@ -175,7 +175,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             case .message(let message, let line):
                 let key = message.targetKey
                 let json = message.jsonString()
-                intakeBytes.submitted(json.utf8.count)
+                intakeBytes.submitted(jsonBytes: json.utf8.count)
                 batch.append((MessageRecord(
                     messageID: message.messageID!, json: json, to: key, rateKey: key,
                     acceptedAt: now, acceptedAtUnixMillis: unixMillis, timeToLive: message.effectiveTimeToLive), line))
