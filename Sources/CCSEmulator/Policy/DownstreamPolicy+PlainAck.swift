@@ -4,13 +4,15 @@ import XMLStream
 
 extension DownstreamPolicy {
     /// True when `decide` would answer a message to `target` with a plain ack (no device-group or canonical
-    /// fields) without drawing from its generator: no nack rules, no nack rate, a target given, and not one
-    /// of the special targets (`group-…`, `canon-…`). The emulator then writes the ack without building it
-    /// (`EmulatorConnection.writePlainAck`); the stanza is the same as `decide`'s ack.
+    /// fields) without drawing from its generator: a target given, no nack rule matching it, no nack rate,
+    /// and not one of the special targets (`group-…`, `canon-…`). The emulator then writes the ack without
+    /// building it (`EmulatorConnection.writePlainAck`); the stanza is the same as `decide`'s ack.
     public func isPlainAck(target: String?) -> Bool {
-        guard rules.isEmpty, nackRate <= 0, let target else { return false }
-        let lead = target.utf8.first
-        return lead != UInt8(ascii: "g") && lead != UInt8(ascii: "c")
+        guard nackRate <= 0, let target, let lead = target.utf8.first else { return false }
+        guard lead != UInt8(ascii: "g"), lead != UInt8(ascii: "c") else { return false }
+        // A rule whose prefix starts with another byte cannot match: most targets are decided by one compare.
+        for rule in rules where rule.prefix.utf8.first == lead && target.hasPrefix(rule.prefix) { return false }
+        return true
     }
 }
 
