@@ -16,6 +16,7 @@
 // (JSONParseBench.swift).
 import CCS
 import Foundation
+import Synchronization
 import TLS
 
 struct BenchOptions {
@@ -217,24 +218,29 @@ func runLoad(store: String, connections: Int, messages: Int, rate: Int, options:
     ccsd.standardOutput = output
     try ccsd.run()
 
-    // Every connection logged in before the clock starts (1,000 handshakes take a while).
-    var loggedIn = false
-    for _ in 0..<3000 where !loggedIn {  // 300 s: on a loaded machine some of 1,000 handshakes time out and back off
-        if let answer = controlCommand(port: controlPort, "stats"), let value = try? JSONValue.parse(answer),
-           let count = value["stats"]?["authenticated"]?.intValue, count >= connections {
-            loggedIn = true
-        } else {
-            usleep(100_000)
-        }
-    }
-    guard loggedIn else {
-        ccsd.terminate()
-        throw BenchError(description: "ccsd did not log \(connections) connections in within 300 s")
-    }
-
-    // CPU per message counts from here: the handshakes and logins (1,000 of them at most) are not messages.
-    let cpuAtLogin = procUsage(ccsd.processIdentifier).cpu
+    // Every connection logged in before the input starts (1,000 handshakes take a while). Waited for on the
+    // writer's thread, while this one reads ccsd's events from the start: a events pipe nobody reads would
+    // block ccsd once it holds 64 KiB.
+    let cpuAtLogin = Mutex(0.0)
+    let loginFailure = Mutex<String?>(nil)
     let writer = Thread {
+        var loggedIn = false
+        for _ in 0..<3000 where !loggedIn {  // 300 s
+            if let answer = controlCommand(port: controlPort, "stats"), let value = try? JSONValue.parse(answer),
+               let count = value["stats"]?["authenticated"]?.intValue, count >= connections {
+                loggedIn = true
+            } else {
+                usleep(100_000)
+            }
+        }
+        guard loggedIn else {
+            loginFailure.withLock { $0 = "ccsd did not log \(connections) connections in within 300 s" }
+            try? input.fileHandleForWriting.close()
+            ccsd.terminate()
+            return
+        }
+        // CPU per message counts from here: the handshakes and logins (1,000 of them at most) are not messages.
+        cpuAtLogin.withLock { $0 = procUsage(ccsd.processIdentifier).cpu }
         var batch = ""
         let start = monotonicSeconds()
         for i in 0..<messages {
@@ -287,6 +293,7 @@ func runLoad(store: String, connections: Int, messages: Int, rate: Int, options:
         }
     }
     ccsd.waitUntilExit()
+    if let failure = loginFailure.withLock({ $0 }) { throw BenchError(description: failure) }
     var usage = rusage()
     getrusage(RUSAGE_CHILDREN.rawValue, &usage)
     let emulatorUsage = procUsage(emulator.processIdentifier)
@@ -303,7 +310,7 @@ func runLoad(store: String, connections: Int, messages: Int, rate: Int, options:
     result.p999 = percentile(latencies, 0.999)
     // The emulator is not waited for yet when ccsd exits: the children's usage is ccsd's alone.
     result.ccsdCPU = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6 - cpuAtLogin
+        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6 - cpuAtLogin.withLock { $0 }
     result.ccsdPeakKiB = Int(usage.ru_maxrss)
     result.emulatorCPU = emulatorUsage.cpu
     if let data = FileManager.default.contents(atPath: statsFile), let stats = try? JSONValue.parse(data) {
