@@ -55,10 +55,10 @@ let package = Package(
         .target(name: "Service", dependencies: ["Daemon", "HTTPServer", "CSystemd", "CCurl", "CCS", "Store", "TLS"]),
 
         // Executables.
-        .executableTarget(name: "ccsd", dependencies: ["Service"]),
-        .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator"]),
+        .executableTarget(name: "ccsd", dependencies: ["Service", "TLS"]),
+        .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator", "TLS"]),
         // Runs the built `ccsd` and `ccs-emulator` as processes: build every product first (`swift build -c release`).
-        .executableTarget(name: "ccsd-bench", dependencies: ["CCS"]),
+        .executableTarget(name: "ccsd-bench", dependencies: ["CCS", "TLS"]),
 
         // The downstream corpus (Tests/Corpus) for the unit and end-to-end tests.
         .target(name: "CorpusFixtures", dependencies: ["CCS"], path: "Tests/CorpusFixtures"),

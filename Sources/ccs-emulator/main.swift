@@ -4,6 +4,7 @@ import CCSEmulator
 import Dispatch
 import Foundation
 import Glibc
+import TLS
 
 let usage = """
     usage: ccs-emulator --sender-id ID (--server-key-file FILE | env CCS_EMULATOR_SERVER_KEY) [options]
@@ -22,6 +23,8 @@ let usage = """
       --control-port P          line-based control channel on 127.0.0.1:P (0 = ephemeral)
       --ready-file FILE         write {"ports":[...],"control_port":...} once listening
       --stats-file FILE         write the stats JSON on exit
+      --acked-per-connection-file FILE  write on exit {"acked_per_connection":[N,...]}: downstream
+                                messages acked on each connection, in accept order
       --received-ids-file FILE  write on exit the message_ids seen: {"downstream_received":[...],
                                 "downstream_acked":[...],"upstream_sent":[...],"receipts_sent":[...],
                                 "client_acked":[...],"client_acked_on":[...]} (upstream and receipt ids
@@ -76,6 +79,7 @@ struct Options {
     var readyFile: String?
     var statsFile: String?
     var receivedIDsFile: String?
+    var ackedPerConnectionFile: String?
     var afterLoginFault: AfterLoginFault?
     var afterLoginFaultDelay = 100
     var ackRejection: AckRejection?
@@ -144,6 +148,7 @@ func parseOptions(_ arguments: [String]) -> Options {
         case "--ready-file": options.readyFile = value(flag, inline: inline)
         case "--stats-file": options.statsFile = value(flag, inline: inline)
         case "--received-ids-file": options.receivedIDsFile = value(flag, inline: inline)
+        case "--acked-per-connection-file": options.ackedPerConnectionFile = value(flag, inline: inline)
         case "--end-after-login":
             let text = value(flag, inline: inline)
             guard let fault = AfterLoginFault(parsing: text) else {
@@ -230,6 +235,8 @@ configuration.ackRejection = options.ackRejection
 configuration.upstreamMessageIDPrefix = options.upstreamIDPrefix
 configuration.negotiationFaults = options.negotiationFaults
 
+// One socket per client connection (1,000 for a full ccsd): the soft limit on open files goes up to the hard limit.
+OpenFileLimit.raiseToHardLimit()
 let emulator = CCSEmulator(configuration: configuration, log: { log($0) })
 let ports: [Int]
 do {
@@ -253,6 +260,7 @@ if let readyFile = options.readyFile {
 
 let statsFile = options.statsFile
 let receivedIDsFile = options.receivedIDsFile
+let ackedPerConnectionFile = options.ackedPerConnectionFile
 let controlChannel = control
 var signalSources: [DispatchSourceSignal] = []
 for signalNumber in [SIGTERM, SIGINT] {
@@ -266,6 +274,7 @@ for signalNumber in [SIGTERM, SIGINT] {
         log("ccs-emulator: stats \(stats.json)")
         if let statsFile { writeFile(statsFile, stats.json + "\n") }
         if let receivedIDsFile { writeFile(receivedIDsFile, emulator.messageIDs().json + "\n") }
+        if let ackedPerConnectionFile { writeFile(ackedPerConnectionFile, emulator.ackedPerConnectionJSON() + "\n") }
         // A moment for the stream ends and close_notify to leave, then go.
         DispatchQueue.main.asyncAfter(deadline: .now() + 0.3) { exit(0) }
     }

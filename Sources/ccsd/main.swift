@@ -1,5 +1,8 @@
 import Foundation
 import Service
+import TLS
 
 // ccsd: keeps XMPP connections to FCM's connection server (CCS) and moves push messages both ways.
+// Up to 1,000 connections, each a socket: the soft limit on open files goes up to the hard limit.
+OpenFileLimit.raiseToHardLimit()
 exit(CCSDCommandLine.main(Array(CommandLine.arguments.dropFirst())))

@@ -68,7 +68,8 @@ import XMPP
         var exited: Int32? { exitCode.value.withLock { $0 } }
 
         /// - Parameter sharing: the store of an earlier run (a restart).
-        init(store kind: Configuration.StoreKind = .sqlite, exitWhenDone: Bool = false, sharing: ControlledStore? = nil) {
+        init(store kind: Configuration.StoreKind = .sqlite, exitWhenDone: Bool = false, sharing: ControlledStore? = nil,
+             configure: (inout Configuration) -> Void = { _ in }) {
             store = sharing ?? ControlledStore()
             let store = store
             factory = MockConnectionFactory(loop: loop)
@@ -79,6 +80,7 @@ import XMPP
             configuration.connections = 1
             configuration.store = kind
             configuration.shutdownGraceSeconds = 2
+            configure(&configuration)
             let inbox = inbox
             let box = exitCode
             // The inbox is held weakly: work the writer posts after the test's last turn would otherwise keep

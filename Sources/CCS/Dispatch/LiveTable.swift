@@ -26,6 +26,9 @@ struct LiveTable: Sendable {
     /// Messages in the table.
     var count: Int { slotOfMessageID.count }
 
+    /// Bytes of JSON text (`MessageRecord.json`, UTF-8) of the messages in the table, kept as they come and go.
+    private(set) var jsonBytes = 0
+
     /// The message_ids in the table, in no order.
     var messageIDs: Dictionary<String, Int32>.Keys { slotOfMessageID.keys }
 
@@ -57,6 +60,7 @@ struct LiveTable: Sendable {
             freeSlots.removeLast()
             entries[Int(slot)] = Entry(record: record, place: place)
         }
+        jsonBytes += record.json.utf8.count
         return Handle(slot: slot, generation: generations[Int(slot)])
     }
 
@@ -75,7 +79,9 @@ struct LiveTable: Sendable {
     /// Changes a live message's record in place. The handle must be current.
     mutating func updateRecord(of handle: Handle, _ change: (inout MessageRecord) -> Void) {
         precondition(generations[Int(handle.slot)] == handle.generation, "stale handle")
+        let before = entries[Int(handle.slot)]!.record.json.utf8.count
         change(&entries[Int(handle.slot)]!.record)
+        jsonBytes += entries[Int(handle.slot)]!.record.json.utf8.count - before
     }
 
     /// Takes a message out of the table; its handles find nothing from now on. The handle must be current.
@@ -83,6 +89,7 @@ struct LiveTable: Sendable {
         let slot = Int(handle.slot)
         precondition(generations[slot] == handle.generation, "stale handle")
         slotOfMessageID[entries[slot]!.record.messageID] = nil
+        jsonBytes -= entries[slot]!.record.json.utf8.count
         entries[slot] = nil
         generations[slot] &+= 1
         freeSlots.append(handle.slot)

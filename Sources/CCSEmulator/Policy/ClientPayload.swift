@@ -26,6 +26,18 @@ public enum ClientPayload: Sendable, Equatable {
     /// The text of the stanza error for a payload without a message_id, as CCS words it.
     public static let missingMessageIDText = "InvalidJson: JSON_PARSING_ERROR : Missing Required Field: message_id"
 
+    /// The common downstream message read without building the whole object (`JSONFrontDoor.withObject`):
+    /// no `message_type`, a non-empty string `message_id`, no `delivery_receipt_requested`. nil for anything
+    /// else (then `classify` reads the whole object, with the same result for these).
+    static func plainDownstream(_ text: String) -> Downstream? {
+        JSONFrontDoor.withObject(text) { (object: borrowing JSONFrontDoor.ObjectView) -> Downstream? in
+            guard !object.contains("message_type"), !object.contains("delivery_receipt_requested"),
+                  let messageID = object.string("message_id"), !messageID.isEmpty else { return nil }
+            return Downstream(messageID: messageID, target: object.string("to") ?? object.string("condition"),
+                              deliveryReceiptRequested: false)
+        }
+    }
+
     /// Classifies one `<message>` stanza from the client.
     public static func classify(_ stanza: XMLElement) -> ClientPayload {
         guard stanza.attribute("type") != "error", let gcm = stanza.child("gcm", namespace: XMLNamespace.gcm) else {
@@ -33,6 +45,7 @@ public enum ClientPayload: Sendable, Equatable {
         }
         let id = stanza.attribute("id")
         let text = gcm.text.trimmingXMLWhitespace()
+        if let downstream = plainDownstream(text) { return .downstream(downstream) }
         guard let value = try? JSONValue.parse(text), let object = value.objectValue else {
             return .unreadable(id: id, echoedPayload: text, text: "InvalidJson: JSON_PARSING_ERROR : Unexpected character or not a JSON object")
         }

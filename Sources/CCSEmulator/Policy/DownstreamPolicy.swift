@@ -40,7 +40,7 @@ public struct DownstreamPolicy: Sendable {
             return .nack(code: .invalidJSON, json: Self.nack(messageID: messageID, from: nil, code: .invalidJSON,
                                                                description: "Missing Required Field: to"))
         }
-        if let rule = rules.first(where: { target.hasPrefix($0.prefix) }) {
+        if !rules.isEmpty, let rule = rules.first(where: { target.hasPrefix($0.prefix) }) {
             if !rule.firstAttemptOnly || attempt <= 1 {
                 return .nack(code: rule.code, json: Self.nack(messageID: messageID, from: target, code: rule.code,
                                                               description: Self.describe(rule.code, target)))
@@ -54,6 +54,9 @@ public struct DownstreamPolicy: Sendable {
         ack.add("from", target)
         ack.add("message_id", messageID)
         ack.add("message_type", "ack")
+        // The special targets start with `g` or `c`: one byte spares the prefix checks for all others.
+        let lead = target.utf8.first
+        guard lead == UInt8(ascii: "g") || lead == UInt8(ascii: "c") else { return .ack(json: ack.text) }
         if target.hasPrefix("group-unusual-") {
             ack.add("success", raw: Self.unusualGroupSuccess)
             ack.add("failure", raw: Self.unusualGroupFailure)

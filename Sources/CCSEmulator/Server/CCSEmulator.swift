@@ -62,6 +62,8 @@ public final class CCSEmulator: @unchecked Sendable {
     var connections: [Int: EmulatorConnection] = [:]
     private var nextConnectionID = 1
     var counters = EmulatorStats()
+    /// Acks written per closed connection, by connection id (Stats/AckedPerConnection.swift).
+    var ackedOnClosedConnections: [Int: Int] = [:]
     /// Fault mode poison upstream (Faults/PoisonUpstream.swift): sent already.
     var poisonUpstreamSent = false
     /// Connection faults armed for the next connections, in order (Faults/ConnectionFault.swift).
@@ -92,7 +94,9 @@ public final class CCSEmulator: @unchecked Sendable {
         var due: UInt64
         var connection: EmulatorConnection
         var messageID: String
-        var outcome: DownstreamPolicy.Outcome
+        /// nil: a plain ack (`DownstreamPolicy.isPlainAck`), written by `ServerStanzas.appendPlainAck`.
+        var outcome: DownstreamPolicy.Outcome?
+        var target: String?
         var receiptRequested: Bool
     }
 
@@ -390,6 +394,7 @@ public final class CCSEmulator: @unchecked Sendable {
 
     func connectionClosed(_ connection: EmulatorConnection, error: TLSError?) {
         connections[connection.id] = nil
+        ackedOnClosedConnections[connection.id] = connection.ackedHere
         log("closed\(error.map { ": \($0)" } ?? "")", connection: connection.id)
         guard configuration.redeliverUnackedUpstream, !connection.pendingUpstream.isEmpty else { return }
         let pending = connection.pendingUpstream.sorted { $0.value.sequence < $1.value.sequence }
@@ -435,8 +440,11 @@ public final class CCSEmulator: @unchecked Sendable {
     private func downstream(_ message: ClientPayload.Downstream, on connection: EmulatorConnection) {
         counters.downstreamReceived += 1
         let id = message.messageID
-        var entry = seen[id] ?? Seen(attempts: 0, target: message.target, acked: false)
-        if seen[id] != nil {
+        // One lookup: the entry is created (new) or updated in place; a drain nack does not count an attempt.
+        var isNew = false
+        let entry = Self.note(&seen[id, default: { isNew = true; return Seen(attempts: 0, target: message.target, acked: false) }()],
+                              target: message.target, countsAttempt: connection.phase != .draining)
+        if !isNew {
             if entry.acked {
                 counters.duplicateMessageIDs += 1
                 log("downstream \(id) received again after its ack", connection: connection.id)
@@ -444,23 +452,20 @@ public final class CCSEmulator: @unchecked Sendable {
                 counters.resends += 1
             }
         }
-        entry.target = message.target ?? entry.target
         if connection.unacked >= configuration.flowControlWindow {
             counters.flowControlViolations += 1
             log("flow-control violation: \(connection.unacked) unacked", connection: connection.id)
         }
         if connection.phase == .draining {
-            seen[id] = entry
             counters.nacked[CCSErrorCode.connectionDraining.rawValue, default: 0] += 1
             connection.write(ServerStanzas.message(json: DownstreamPolicy.nack(
                 messageID: id, from: message.target, code: .connectionDraining,
                 description: DownstreamPolicy.describe(.connectionDraining, message.target ?? ""))))
             return
         }
-        entry.attempts += 1
-        seen[id] = entry
         counters.maxAttemptsPerMessageID = max(counters.maxAttemptsPerMessageID, entry.attempts)
-        let outcome = policy.decide(messageID: id, target: message.target, attempt: entry.attempts)
+        let outcome = policy.isPlainAck(target: message.target) ? nil
+            : policy.decide(messageID: id, target: message.target, attempt: entry.attempts)
         connection.unacked += 1
         counters.maxUnackedObserved = max(counters.maxUnackedObserved, connection.unacked)
         if connection.unacked >= configuration.maxUnackedPerConnection {
@@ -468,7 +473,7 @@ public final class CCSEmulator: @unchecked Sendable {
             connection.closeStream(condition: "policy-violation", text: "too many unacknowledged messages")
             return
         }
-        let reply = ScheduledReply(due: 0, connection: connection, messageID: id, outcome: outcome,
+        let reply = ScheduledReply(due: 0, connection: connection, messageID: id, outcome: outcome, target: message.target,
                                    receiptRequested: message.deliveryReceiptRequested)
         if configuration.ackLatencyMilliseconds <= 0 {
             answer(reply)
@@ -478,6 +483,17 @@ public final class CCSEmulator: @unchecked Sendable {
             replies.append(scheduled)
             if replyTimer?.isPending != true { armReplyTimer() }
         }
+    }
+
+    /// Updates a message's entry as one arrival does: the target (when given), and one more attempt when
+    /// `countsAttempt`. Returns the entry as it was before, with the new attempts count.
+    private static func note(_ entry: inout Seen, target: String?, countsAttempt: Bool) -> Seen {
+        let before = entry
+        if let target { entry.target = target }
+        if countsAttempt { entry.attempts += 1 }
+        var result = before
+        result.attempts = entry.attempts
+        return result
     }
 
     private func armReplyTimer() {
@@ -511,12 +527,17 @@ public final class CCSEmulator: @unchecked Sendable {
         let connection = reply.connection
         guard connection.isOpenForTraffic, !connection.isHalfOpen else { return }  // never acked there (§5)
         connection.unacked -= 1
-        connection.write(ServerStanzas.message(json: reply.outcome.json))
+        if let outcome = reply.outcome {
+            connection.write(ServerStanzas.message(json: outcome.json))
+        } else {
+            connection.writePlainAck(from: reply.target ?? "", messageID: reply.messageID)
+        }
         switch reply.outcome {
-        case .nack(let code, _):
+        case .nack(let code, _)?:
             counters.nacked[code.rawValue, default: 0] += 1
-        case .ack:
+        case .ack?, nil:
             counters.acked += 1
+            connection.ackedHere += 1
             seen[reply.messageID]?.acked = true
             noteAck(reply.messageID, on: connection)  // Faults/ConnectionFault.swift
             if reply.receiptRequested, configuration.receipts {

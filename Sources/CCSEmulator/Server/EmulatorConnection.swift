@@ -56,6 +56,10 @@ final class EmulatorConnection: TLSConnectionDelegate {
     var slowReadGeneration = 0
     /// Acks written here in the last `ConnectionFault.ackLossWindowNanoseconds`: message_id and uptime (ns).
     var recentAcks = FIFO<(messageID: String, at: UInt64)>()
+    /// Downstream messages the emulator acked on this connection (`ackedPerConnection()`).
+    var ackedHere = 0
+    /// A reusable buffer for stanzas written as bytes (`writePlainAck`).
+    var scratch: [UInt8] = []
 
     init(id: Int, tls: TLSConnection, configuration: EmulatorConfiguration, emulator: CCSEmulator) {
         self.id = id
@@ -80,6 +84,20 @@ final class EmulatorConnection: TLSConnectionDelegate {
         do {
             try tls.write(text)
         } catch {
+            if error.kind == .writeBufferFull {
+                emulator?.log("client stopped reading; dropping the connection", connection: id)
+                abort()
+            }
+        }
+    }
+
+    /// Writes `bytes` (UTF-8 text), as `write(_:)` does.
+    func write(bytes: [UInt8]) {
+        guard phase != .closing, phase != .closed, !isHalfOpen else { return }
+        let result: Result<Void, TLSError> = bytes.withUnsafeBytes { buffer in
+            Result { () throws(TLSError) in try tls.write(buffer) }
+        }
+        if case .failure(let error) = result {
             if error.kind == .writeBufferFull {
                 emulator?.log("client stopped reading; dropping the connection", connection: id)
                 abort()

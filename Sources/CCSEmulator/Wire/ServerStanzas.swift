@@ -72,10 +72,23 @@ public enum ServerStanzas {
     /// A CCS payload: `<message><gcm xmlns="google:mobile:data">JSON</gcm></message>`, or with
     /// `prefixed` `<message><data:gcm xmlns:data="google:mobile:data">JSON</data:gcm></message>`.
     public static func message(json: String, prefixed: Bool = false) -> String {
-        var out = prefixed ? "<message><data:gcm xmlns:data=\"\(XMLNamespace.gcm)\">" : "<message><gcm xmlns=\"\(XMLNamespace.gcm)\">"
-        XMLWriter.appendEscapedText(json, to: &out)
-        return out + (prefixed ? "</data:gcm></message>" : "</gcm></message>")
+        let open = prefixed ? prefixedOpen : plainOpen
+        let close = prefixed ? "</data:gcm></message>" : "</gcm></message>"
+        var out = ""
+        out.reserveCapacity(open.utf8.count + json.utf8.count + close.utf8.count + 16)
+        out += open
+        // Most payloads hold no `&`, `<` or `>`: then the text is the JSON as it is.
+        if json.utf8.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") }) {
+            XMLWriter.appendEscapedText(json, to: &out)
+        } else {
+            out += json
+        }
+        out += close
+        return out
     }
+
+    private static let plainOpen = "<message><gcm xmlns=\"\(XMLNamespace.gcm)\">"
+    private static let prefixedOpen = "<message><data:gcm xmlns:data=\"\(XMLNamespace.gcm)\">"
 
     /// The CONNECTION_DRAINING control message in the prefixed form (ccs-protocol.md §5).
     public static let connectionDraining = message(
@@ -101,8 +114,13 @@ public enum ServerStanzas {
 
 /// A JSON object written with its keys in the given order (CCS's order, not sorted).
 struct OrderedJSON {
-    private var out = "{"
+    private var out: String
     private var first = true
+
+    init() {
+        out = "{"
+        out.reserveCapacity(160)
+    }
 
     mutating func add(_ key: String, _ value: JSONValue) {
         if !first { out += "," }

@@ -30,6 +30,7 @@ import Foundation
 /// | `max_stanza_attributes` | integer 8…1024 | 64 (per start tag, namespace declarations included) |
 /// | `max_line_bytes` | integer 1024…16777216 | 65536 (longest intake line) |
 /// | `max_queued` | integer 1…10000000 | 20000 (outstanding messages above which intake pauses) |
+/// | `max_queued_bytes` | integer 65536…1073741824 | connections × window × 1024, at least 1048576 (weight of the outstanding messages, JSON text plus 1 KiB each, above which intake pauses) |
 /// | `max_pending_upstream` | integer 1…100000 | 1000 (ACKs owed on one connection above which ccsd stops reading it) |
 /// | `max_event_backlog` | integer 1…100000000 | 1000000 (events not acknowledged by the slowest consumer at which new downstream messages wait) |
 /// | `shutdown_grace_seconds` | number > 0 | 10 (on SIGTERM: time to finish outstanding messages) |
@@ -80,6 +81,9 @@ public struct Configuration: Sendable {
     public var maxLineBytes = 65_536
     /// Outstanding messages (accepted, not final) above which intake stops reading until they fall to half.
     public var maxQueued = 20_000
+    /// Bytes the outstanding messages may weigh (JSON text plus 1 KiB each for ccsd's bookkeeping) before
+    /// intake stops reading until they weigh less than half; nil: `defaultMaxQueuedBytes`.
+    public var maxQueuedBytes: Int?
     /// Upstream messages and receipts awaiting their record (ACKs owed) on one connection at which ccsd stops
     /// reading that connection, until they fall to half.
     public var maxPendingUpstream = 1000
@@ -210,7 +214,8 @@ extension Configuration {
         "rate_limit_initial_seconds", "rate_limit_max_seconds", "reconnect_initial_seconds", "reconnect_max_seconds",
         "upstream_dedupe_seconds", "connect_timeout_seconds", "handshake_timeout_seconds", "login_timeout_seconds",
         "keepalive_seconds", "dead_peer_seconds", "max_stanza_bytes", "max_stanza_depth", "max_stanza_attributes",
-        "max_line_bytes", "max_queued", "max_pending_upstream", "max_event_backlog", "shutdown_grace_seconds",
+        "max_line_bytes", "max_queued", "max_queued_bytes", "max_pending_upstream", "max_event_backlog",
+        "shutdown_grace_seconds",
         "ack_timeout_seconds", "drain_timeout_seconds", "refused_reconnect_initial_seconds",
         "refused_reconnect_max_seconds", "healthy_connection_seconds", "close_timeout_seconds",
         "failure_close_timeout_seconds", "state_dir", "store", "store_synchronous", "final_retention_seconds",
@@ -346,6 +351,7 @@ extension Configuration {
         case "max_stanza_attributes": maxStanzaAttributes = try Self.integer(key, value, 8...1024)
         case "max_line_bytes": maxLineBytes = try Self.integer(key, value, 1024...16_777_216)
         case "max_queued": maxQueued = try Self.integer(key, value, 1...10_000_000)
+        case "max_queued_bytes": maxQueuedBytes = try Self.integer(key, value, 65_536...1_073_741_824)
         case "max_pending_upstream": maxPendingUpstream = try Self.integer(key, value, 1...100_000)
         case "max_event_backlog": maxEventBacklog = try Self.integer(key, value, 1...100_000_000)
         case "shutdown_grace_seconds": shutdownGraceSeconds = try Self.seconds(key, value)
@@ -558,4 +564,15 @@ extension Configuration {
     static func closestKey(to key: String) -> String? {
         EditDistance.suggestion(for: key, among: knownKeys)
     }
+}
+
+extension Configuration {
+    /// The intake byte bound in force: `max_queued_bytes` when set, else `defaultMaxQueuedBytes`.
+    public var effectiveMaxQueuedBytes: Int { maxQueuedBytes ?? defaultMaxQueuedBytes }
+
+    /// `max_queued_bytes` when unset: 1 KiB per window slot of every connection (connections × window ×
+    /// 1024), at least 1 MiB: with messages of a few hundred bytes (weighing about 1.2 KiB each) a small
+    /// multiple of what the connections have in flight, so the windows stay full while memory stays flat;
+    /// the rest waits in the producer's pipe.
+    public var defaultMaxQueuedBytes: Int { max(1 << 20, connections * window * 1024) }
 }

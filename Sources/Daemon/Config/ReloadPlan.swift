@@ -6,7 +6,7 @@ import CCS
 /// | settings | when a reload applies them |
 /// |---|---|
 /// | `connections` | at once: connections open, or close gracefully (no new sends; closed once their messages in flight are answered, or after `drain_timeout_seconds`, when what is left is resent) |
-/// | `max_queued`, `max_pending_upstream`, `max_event_backlog` | at once (intake, or reading a connection, pauses at it and resumes at half) |
+/// | `max_queued`, `max_queued_bytes`, `max_pending_upstream`, `max_event_backlog` | at once (intake, or reading a connection, pauses at it and resumes at half) |
 /// | `max_attempts`, the retry, rate-limit and reconnect backoffs, `healthy_connection_seconds`, `ack_timeout_seconds`, `drain_timeout_seconds` | at once, from the next decision that reads them |
 /// | the server key, `ca_file` (path or contents), `window`, `connect_timeout_seconds`, `handshake_timeout_seconds`, `login_timeout_seconds`, `keepalive_seconds`, `dead_peer_seconds`, `max_stanza_bytes`, `max_stanza_depth`, `max_stanza_attributes` | for connections opened from now on (open ones keep theirs) |
 /// | `shutdown_grace_seconds`, `close_timeout_seconds`, `failure_close_timeout_seconds` | for the next stop |
@@ -55,6 +55,7 @@ public struct ReloadPlan: Sendable, Equatable {
     static let live: [(Setting, suffix: String)] = [
         (Setting(key: "connections") { "\($0.connections)" }, ""),
         (Setting(key: "max_queued") { "\($0.maxQueued)" }, ""),
+        (Setting(key: "max_queued_bytes") { $0.maxQueuedBytes.map { "\($0)" } ?? "default" }, ""),
         (Setting(key: "max_pending_upstream") { "\($0.maxPendingUpstream)" }, ""),
         (Setting(key: "max_event_backlog") { "\($0.maxEventBacklog)" }, ""),
         (Setting(key: "max_attempts") { "\($0.maxAttempts)" }, ""),

@@ -43,6 +43,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     private var lifecycleTimer: (any ScheduledWork)?
     private var onExit: (@Sendable (Int32) -> Void)?
     private var intakeResume: (() -> Void)?
+    /// The intake read-ahead bound by bytes, `max_queued_bytes` (Intake/IntakeByteBound.swift).
+    var intakeBytes = IntakeByteBound()
     private var intakeStarter: (() -> Void)?
     private var loadedStore: StoreSnapshot?
     /// The store is closing (`closeStore`); the exit waits for it.
@@ -174,8 +176,10 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             switch item {
             case .message(let message, let line):
                 let key = message.targetKey
+                let json = message.jsonString()
+                intakeBytes.submitted(jsonBytes: json.utf8.count)
                 batch.append((MessageRecord(
-                    messageID: message.messageID!, json: message.jsonString(), to: key, rateKey: key,
+                    messageID: message.messageID!, json: json, to: key, rateKey: key,
                     acceptedAt: now, acceptedAtUnixMillis: unixMillis, timeToLive: message.effectiveTimeToLive), line))
             case .invalid(let line, let messageID, let error):
                 if !batch.isEmpty {
@@ -194,7 +198,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
         if !batch.isEmpty { actions += dispatcher.submit(batch, now: now) }
         perform(actions)
-        if inPlace({ ($0.outstanding < configuration.maxQueued && !eventBacklogHoldsIntake) || $0.stopReason != nil }) {
+        if inPlace({ $0.stopReason != nil })
+            || (inPlace(\.outstanding) < configuration.maxQueued && !eventBacklogHoldsIntake && !intakeMustPauseForBytes()) {
             resume()
         } else {
             intakeResume = resume
@@ -223,6 +228,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 dispatcher.closeIntake(sendingQueued: configuration.store == .memory)
                 if let resume = intakeResume {
                     intakeResume = nil
+                    intakeBytes.reset()
                     resume()  // the reader carries on; what it submits is refused (retryable)
                 }
             case .abandonOutstanding:
@@ -546,10 +552,11 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         reportCounts()
     }
 
-    /// Lets a waiting intake read on once the outstanding messages fell below half of `max_queued` and the
-    /// event backlog does not hold it (`max_event_backlog`).
+    /// Lets a waiting intake read on once the outstanding messages fell below half of `max_queued` (and their
+    /// bytes below half of `max_queued_bytes`) and the event backlog does not hold it (`max_event_backlog`).
     func resumeIntakeIfRoom() {
-        if let resume = intakeResume, inPlace(\.outstanding) < max(configuration.maxQueued / 2, 1), !eventBacklogHoldsIntake {
+        if let resume = intakeResume, inPlace(\.outstanding) < max(configuration.maxQueued / 2, 1),
+           !eventBacklogHoldsIntake, intakeMayResumeForBytes() {
             intakeResume = nil
             resume()
         }

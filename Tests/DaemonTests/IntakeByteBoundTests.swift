@@ -1,0 +1,57 @@
+import CCS
+import Daemon
+import Foundation
+import Testing
+
+/// `max_queued_bytes` (docs/limits.md): intake pauses while the outstanding messages weigh that many bytes
+/// (JSON text plus 1 KiB each), whatever their count, and resumes below half; nothing is lost or reordered.
+@Suite struct IntakeByteBoundTests {
+    /// A resume callback's calls, from the daemon's loop.
+    final class Resumed: @unchecked Sendable {
+        var count = 0
+    }
+
+    /// Twenty messages of about 90 bytes of JSON (weighing about 1,110 bytes each) against a bound of 11,000
+    /// bytes (the count bound, 20,000, is far away): the batch is taken, intake pauses; acks that leave more
+    /// than half the weight outstanding do not resume it; the ack that brings it below half does. Every
+    /// message is accepted and acked once, in input order.
+    @Test func intakePausesAtTheByteBoundAndResumesBelowHalf() {
+        let h = DaemonDriverTests.Harness(store: .memory) { $0.maxQueuedBytes = 11_000 }
+        h.startReady()
+        let ids = (0..<20).map { "bytes-\($0)" }
+        let resumed = Resumed()
+        let items: [CCSDaemon.IntakeItem] = ids.enumerated().map { index, id in
+            let line = #"{"to":"tok-\#(id)-APA91b","message_id":"\#(id)","data":{"n":"1"},"time_to_live":600}"#
+            return .message(try! DownstreamIntake.parse(line: line, now: Date()).get(), line: index + 1)
+        }
+        h.daemon.submit(items) { resumed.count += 1 }
+        #expect(h.settle { h.sentDownstream().count == 20 })
+        #expect(resumed.count == 0, "intake resumed with about 22,000 bytes outstanding against a bound of 11,000")
+        // Ten acked: about 11,000 bytes left, not below half of the bound.
+        for id in ids.prefix(10) { h.ack(id) }
+        #expect(h.settle { h.events("acked").count == 10 })
+        h.spin()
+        #expect(resumed.count == 0, "intake resumed above half of the bound")
+        // Sixteen acked: about 4,400 bytes left, below half.
+        for id in ids[10..<16] { h.ack(id) }
+        #expect(h.settle { resumed.count == 1 })
+        for id in ids[16...] { h.ack(id) }
+        #expect(h.settle { h.events("acked").count == 20 })
+        #expect(h.events("acked").compactMap { $0["message_id"]?.stringValue } == ids)
+        #expect(h.events("accepted").compactMap { $0["message_id"]?.stringValue } == ids)
+    }
+
+    /// The key: its range, its default from the connections and the window, and the reload plan.
+    @Test func theKeyHasARangeAndADefaultFromTheWindows() throws {
+        var c = Configuration()
+        #expect(c.effectiveMaxQueuedBytes == 1 << 20)
+        c.connections = 1000
+        #expect(c.effectiveMaxQueuedBytes == 1000 * 100 * 1024)
+        try c.apply(fileContents: Data(#"{"max_queued_bytes":65536}"#.utf8), path: "test.json")
+        #expect(c.effectiveMaxQueuedBytes == 65536)
+        var refused = Configuration()
+        #expect(throws: ConfigurationError(field: "max_queued_bytes", rule: "must be an integer from 65536 to 1073741824, got 1000")) {
+            try refused.apply(fileContents: Data(#"{"max_queued_bytes":1000}"#.utf8), path: "test.json")
+        }
+    }
+}

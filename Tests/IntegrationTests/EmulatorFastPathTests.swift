@@ -1,0 +1,75 @@
+import CCS
+import Foundation
+import Testing
+import XMLStream
+@testable import CCSEmulator
+
+/// The emulator's per-message shortcuts give what the general path gives: the plain ack written as bytes is
+/// the stanza `DownstreamPolicy.decide` and `ServerStanzas.message` write, the few-field read of a downstream
+/// message classifies it as the whole-object read does, and `isPlainAck` holds only when `decide` acks
+/// without extra fields (and does for all such targets but those starting with `g` or `c`).
+@Suite struct EmulatorFastPathTests {
+    static let targets = ["tok-1", "bench-token-7-APA91b", "bad-x", "unreg-y", "flaky-z", "rate-w", "group-a",
+                          "group-unusual-b", "canon-c", "c", "g", "b", "a&b", "q\"uote", "back\\slash", "lt<gt>",
+                          "ünï", "😀", "", "tab\there"]
+    static let messageIDs = ["m-1", "b-123456", "id with space", "amp&", "quote\"", "ü", "\u{FFFE}"]
+
+    @Test func thePlainAckIsDecidesAck() {
+        var policy = DownstreamPolicy(rules: NackRule.defaults, nackRate: 0, seed: 1)
+        for target in Self.targets {
+            for messageID in Self.messageIDs {
+                let decided = policy.decide(messageID: messageID, target: target, attempt: 1)
+                guard policy.isPlainAck(target: target) else { continue }
+                #expect(decided == .ack(json: #"{"from":\#(JSONValue.string(target).serialized()),"message_id":\#(JSONValue.string(messageID).serialized()),"message_type":"ack"}"#),
+                        "\(target) \(messageID)")
+                var bytes: [UInt8] = []
+                if ServerStanzas.appendPlainAck(from: target, messageID: messageID, to: &bytes) {
+                    #expect(String(decoding: bytes, as: UTF8.self) == ServerStanzas.message(json: decided.json), "\(target) \(messageID)")
+                }
+            }
+        }
+    }
+
+    @Test func isPlainAckHoldsOnlyForPlainAcks() {
+        var policy = DownstreamPolicy(rules: NackRule.defaults + [NackRule(prefix: "tok-9", code: .badRegistration)],
+                                      nackRate: 0, seed: 1)
+        for target in Self.targets + ["tok-9x", "tok-8"] {
+            let decided = policy.decide(messageID: "m", target: target, attempt: 1)
+            let plain: Bool
+            if case .ack(let json) = decided {
+                plain = !json.contains("success") && !json.contains("registration_id")
+            } else {
+                plain = false
+            }
+            // Only for plain acks; and for every plain ack but those to targets starting with `g` or `c`,
+            // which it leaves to `decide` (the special targets start so).
+            if policy.isPlainAck(target: target) { #expect(plain, "\(target)") }
+            if !target.hasPrefix("g"), !target.hasPrefix("c") {
+                #expect(policy.isPlainAck(target: target) == (plain && !target.isEmpty), "\(target)")
+            }
+        }
+        #expect(!policy.isPlainAck(target: nil))
+        #expect(!DownstreamPolicy(rules: [], nackRate: 0.5, seed: 1).isPlainAck(target: "tok-1"))
+    }
+
+    @Test func theFewFieldReadClassifiesAsTheWholeObject() {
+        let texts = [#"{"to":"t","message_id":"m","data":{"a":"b"}}"#, #"{"condition":"'a' in topics","message_id":"m"}"#,
+                     #"{"to":5,"condition":"c","message_id":"m"}"#, #"{"message_id":"m"}"#, #"{"to":"t","message_id":""}"#,
+                     #"{"to":"t","message_id":"m","delivery_receipt_requested":true}"#, #"{"to":"t","message_id":7}"#,
+                     #"{"to":"t","message_id":"m","message_type":"ack"}"#, #"{"to":"t","to":"u","message_id":"m"}"#,
+                     #"{"to":"ü😀","message_id":"\u00e9"}"#]
+        for text in texts {
+            let stanza = XMLElement(name: "message", namespace: XMLNamespace.client,
+                                    children: [XMLElement(name: "gcm", namespace: XMLNamespace.gcm, text: text)])
+            let fast = ClientPayload.plainDownstream(text)
+            if let fast { #expect(ClientPayload.classify(stanza) == .downstream(fast), "\(text)") }
+            // And the classification itself is the whole object's, read by JSONValue.
+            let object = (try? JSONValue.parse(text))?.objectValue
+            if object?["message_type"] == nil, let id = object?["message_id"]?.stringValue, !id.isEmpty {
+                #expect(ClientPayload.classify(stanza) == .downstream(.init(
+                    messageID: id, target: object?["to"]?.stringValue ?? object?["condition"]?.stringValue,
+                    deliveryReceiptRequested: object?["delivery_receipt_requested"]?.boolValue ?? false)), "\(text)")
+            }
+        }
+    }
+}
