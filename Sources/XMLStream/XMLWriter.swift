@@ -130,53 +130,18 @@ public enum XMLWriter {
 
     // MARK: - Escaping
 
-    /// Copies runs of bytes that need nothing unchanged and writes a replacement for the rest; the
-    /// bytes looked at are ASCII or the lead byte of U+FFFE/U+FFFF, so every cut is on a scalar boundary.
+    /// The byte writer's escaping (XMLWriter+Bytes.swift), appended to a `String`: one rule for both.
     private static func appendEscaped(_ s: String, inAttribute: Bool, to out: inout String) {
-        let utf8 = s.utf8
-        let end = utf8.endIndex
-        var runStart = utf8.startIndex
-        var index = runStart
-        while index != end {
-            let byte = utf8[index]
-            var next = utf8.index(after: index)
-            let replacement: String
-            switch byte {
-            case UInt8(ascii: "&"): replacement = "&amp;"
-            case UInt8(ascii: "<"): replacement = "&lt;"
-            case UInt8(ascii: ">"): replacement = "&gt;"
-            case UInt8(ascii: "\"") where inAttribute: replacement = "&quot;"
-            case UInt8(ascii: "'") where inAttribute: replacement = "&apos;"
-            case 0x09 where inAttribute: replacement = "&#9;"
-            case 0x0A where inAttribute: replacement = "&#10;"
-            case 0x0D: replacement = "&#13;"
-            case 0x09, 0x0A:
-                index = next
-                continue
-            case 0x00...0x1F:
-                replacement = "\u{FFFD}"
-            case 0xEF:
-                // U+FFFE is EF BF BE, U+FFFF is EF BF BF.
-                guard next != end, utf8[next] == 0xBF else {
-                    index = next
-                    continue
-                }
-                let third = utf8.index(after: next)
-                guard third != end, utf8[third] == 0xBE || utf8[third] == 0xBF else {
-                    index = next
-                    continue
-                }
-                replacement = "\u{FFFD}"
-                next = utf8.index(after: third)
-            default:
-                index = next
-                continue
-            }
-            out.append(contentsOf: s[runStart..<index])
-            out.append(replacement)
-            index = next
-            runStart = next
+        var text = s
+        let escaped = text.withUTF8 { bytes -> [UInt8]? in
+            var escaped: [UInt8] = []
+            appendEscaped(bytes, inAttribute: inAttribute, to: &escaped)
+            return escaped.elementsEqual(bytes) ? nil : escaped
         }
-        out.append(contentsOf: s[runStart..<end])
+        if let escaped {
+            out.append(String(decoding: escaped, as: UTF8.self))
+        } else {
+            out.append(s)
+        }
     }
 }

@@ -1,8 +1,9 @@
 import Testing
 import XMLStream
 
-/// The byte-buffer escapes (what downstream stanzas are built with) write exactly the bytes of the
-/// `String` escapes, on every ASCII character and on the multi-byte sequences that need care.
+/// The byte-buffer escapes (what every stanza is built with; the `String` escapes call them) write what a
+/// plain scalar-by-scalar reading of the rule gives, on every ASCII character and on the multi-byte sequences
+/// that need care, and the `String` escapes write the same.
 @Suite("XML writer into bytes")
 struct XMLWriterBytesTests {
     static let samples: [String] = {
@@ -13,23 +14,49 @@ struct XMLWriterBytesTests {
         return samples
     }()
 
-    @Test func textMatchesTheStringEscape() {
+    /// The rule, one scalar at a time (XML 1.0 §2.2, §2.4, §3.3.3): markup characters as entities, CR (and in
+    /// an attribute tab and LF) as character references, other non-`Char`s as U+FFFD.
+    static func reference(_ s: String, inAttribute: Bool) -> String {
+        var out = ""
+        for scalar in s.unicodeScalars {
+            switch scalar {
+            case "&": out += "&amp;"
+            case "<": out += "&lt;"
+            case ">": out += "&gt;"
+            case "\"" where inAttribute: out += "&quot;"
+            case "'" where inAttribute: out += "&apos;"
+            case "\t" where inAttribute: out += "&#9;"
+            case "\n" where inAttribute: out += "&#10;"
+            case "\r": out += "&#13;"
+            case "\t", "\n": out.unicodeScalars.append(scalar)
+            case "\u{0}"..."\u{1F}", "\u{FFFE}", "\u{FFFF}": out += "\u{FFFD}"
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    @Test func textFollowsTheRule() {
         for sample in Self.samples {
-            var text = "<"
-            XMLWriter.appendEscapedText(sample, to: &text)
+            let expected = "<" + Self.reference(sample, inAttribute: false)
             var bytes: [UInt8] = Array("<".utf8)
             XMLWriter.appendEscapedText(sample, to: &bytes)
-            #expect(bytes == Array(text.utf8), "text escape of \(sample.unicodeScalars.map { $0.value })")
+            #expect(bytes == Array(expected.utf8), "text escape of \(sample.unicodeScalars.map { $0.value })")
+            var text = "<"
+            XMLWriter.appendEscapedText(sample, to: &text)
+            #expect(text == expected)
         }
     }
 
-    @Test func attributeMatchesTheStringEscape() {
+    @Test func attributeFollowsTheRule() {
         for sample in Self.samples {
-            var text = ""
-            XMLWriter.appendEscapedAttribute(sample, to: &text)
+            let expected = Self.reference(sample, inAttribute: true)
             var bytes: [UInt8] = []
             XMLWriter.appendEscapedAttribute(sample, to: &bytes)
-            #expect(bytes == Array(text.utf8), "attribute escape of \(sample.unicodeScalars.map { $0.value })")
+            #expect(bytes == Array(expected.utf8), "attribute escape of \(sample.unicodeScalars.map { $0.value })")
+            var text = ""
+            XMLWriter.appendEscapedAttribute(sample, to: &text)
+            #expect(text == expected)
         }
     }
 }
