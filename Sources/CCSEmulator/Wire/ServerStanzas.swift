@@ -77,12 +77,9 @@ public enum ServerStanzas {
         var out = ""
         out.reserveCapacity(open.utf8.count + json.utf8.count + close.utf8.count + 16)
         out += open
-        // Most payloads hold no `&`, `<` or `>`: then the text is the JSON as it is.
-        if json.utf8.contains(where: { $0 == UInt8(ascii: "&") || $0 == UInt8(ascii: "<") || $0 == UInt8(ascii: ">") }) {
-            XMLWriter.appendEscapedText(json, to: &out)
-        } else {
-            out += json
-        }
+        // Always through the escape: besides `&`, `<` and `>`, a CR must go as `&#13;` (a parser reads a raw
+        // one as LF, XML 1.0 §2.11) and other non-`Char`s as U+FFFD.
+        XMLWriter.appendEscapedText(json, to: &out)
         out += close
         return out
     }
