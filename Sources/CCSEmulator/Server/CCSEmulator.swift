@@ -85,7 +85,9 @@ public final class CCSEmulator: @unchecked Sendable {
     struct Seen {
         var attempts: Int
         var target: String?
-        var acked: Bool
+        /// The latest ack, nil while not acked (or its ack was lost to a fault).
+        var ack: AckMark?
+        var acked: Bool { ack != nil }
     }
 
     private struct ScheduledReply {
@@ -391,6 +393,7 @@ public final class CCSEmulator: @unchecked Sendable {
     func connectionClosed(_ connection: EmulatorConnection, error: TLSError?) {
         connections[connection.id] = nil
         log("closed\(error.map { ": \($0)" } ?? "")", connection: connection.id)
+        counters.receiptsUnackedAtClose += connection.pendingReceipts.count
         guard configuration.redeliverUnackedUpstream, !connection.pendingUpstream.isEmpty else { return }
         let pending = connection.pendingUpstream.sorted { $0.value.sequence < $1.value.sequence }
         connection.pendingUpstream = [:]
@@ -435,13 +438,19 @@ public final class CCSEmulator: @unchecked Sendable {
     private func downstream(_ message: ClientPayload.Downstream, on connection: EmulatorConnection) {
         counters.downstreamReceived += 1
         let id = message.messageID
-        var entry = seen[id] ?? Seen(attempts: 0, target: message.target, acked: false)
+        var entry = seen[id] ?? Seen(attempts: 0, target: message.target, ack: nil)
         if seen[id] != nil {
-            if entry.acked {
+            switch DownstreamArrival.classify(ack: entry.ack, connection: connection.id,
+                                              connectionBrokenAt: connection.brokenAt) {
+            case .resend:
+                counters.resends += 1
+            case .duplicateAfterAck:
                 counters.duplicateMessageIDs += 1
                 log("downstream \(id) received again after its ack", connection: connection.id)
-            } else {
-                counters.resends += 1
+            case .lateReadOnBrokenConnection:
+                counters.lateReadsOnBrokenConnections += 1
+                log("downstream \(id) read late on a broken connection (acked on connection \(entry.ack!.connection) after the break)",
+                    connection: connection.id)
             }
         }
         entry.target = message.target ?? entry.target
@@ -517,7 +526,7 @@ public final class CCSEmulator: @unchecked Sendable {
             counters.nacked[code.rawValue, default: 0] += 1
         case .ack:
             counters.acked += 1
-            seen[reply.messageID]?.acked = true
+            seen[reply.messageID]?.ack = AckMark(connection: connection.id, at: DispatchTime.now().uptimeNanoseconds)
             noteAck(reply.messageID, on: connection)  // Faults/ConnectionFault.swift
             if reply.receiptRequested, configuration.receipts {
                 sendReceipt(originalMessageID: reply.messageID, target: seen[reply.messageID]?.target ?? "", on: connection)
