@@ -97,3 +97,32 @@ import XMPP
         harness.close(second)
     }
 }
+
+/// An ack due on a connection the server broke before it was written never reaches the client: it does not
+/// count, so the client's resend elsewhere is a resend, not a duplicate after an ack.
+@Suite(.serialized) struct AckAfterBreakTests {
+    @Test func ackDueAfterACorruptRecordDoesNotCount() async throws {
+        let harness = try EmulatorHarness { $0.ackLatencyMilliseconds = 2000 }
+        defer { harness.shutdown() }
+        let (first, firstProbe) = await harness.connectReady()
+        let (second, secondProbe) = await harness.connectReady()
+        harness.send(first, LateReadLoopbackTests.message)
+        await waitUntil("the message on connection 1") { harness.emulator.stats().downstreamReceived == 1 }
+        // Not reading connection 1 keeps its client's close unseen, so the connection stays open when the ack
+        // is due (as when the fault lands in the ack latency and the close is still on its way).
+        try harness.emulator.injectFault(.slowRead(seconds: 3600), connection: 1)
+        try harness.emulator.injectFault(.corruptRecord, connection: 1)  // before its ack is due
+        await waitUntil("the client to drop connection 1") { firstProbe.end != nil }
+        // Replies go out in arrival order: once this one's ack is in, connection 1's reply was due and handled.
+        harness.send(second, CCSStanza.downstream(messageID: "later-1", json: #"{"to":"tok","message_id":"later-1"}"#))
+        await waitUntil("the ack of later-1") { secondProbe.acks.contains { $0.messageID == "later-1" } }
+        harness.send(second, LateReadLoopbackTests.message)  // the client's resend after losing connection 1
+        await waitUntil("the ack of the resend") { secondProbe.acks.contains { $0.messageID == "late-1" } }
+        let stats = harness.emulator.stats()
+        #expect(stats.duplicateMessageIDs == 0)
+        #expect(stats.resends == 1)
+        #expect(stats.acked == 2)
+        harness.close(first)
+        harness.close(second)
+    }
+}

@@ -515,10 +515,12 @@ public final class CCSEmulator: @unchecked Sendable {
         armReplyTimer()
     }
 
-    /// Writes the ack/nack of one message, and its receipt, unless its connection closed meanwhile.
+    /// Writes the ack/nack of one message, and its receipt, unless its connection closed meanwhile or the
+    /// server broke it (a client never reads what follows a corrupted record or a half-open turn).
     private func answer(_ reply: ScheduledReply) {
         let connection = reply.connection
-        guard connection.isOpenForTraffic, !connection.isHalfOpen else { return }  // never acked there (§5)
+        // Never acked there (§5): the client resends it elsewhere.
+        guard connection.isOpenForTraffic, !connection.isHalfOpen, connection.brokenAt == nil else { return }
         connection.unacked -= 1
         connection.write(ServerStanzas.message(json: reply.outcome.json))
         switch reply.outcome {
