@@ -102,7 +102,7 @@ extension CCSEmulator {
         guard configuration.afterLoginFault != nil, connection.phase == .ready, stanza.name == "message" else { return false }
         if case .downstream(let message) = ClientPayload.classify(stanza) {
             counters.downstreamReceived += 1
-            var entry = seen[message.messageID] ?? Seen(attempts: 0, target: message.target, acked: false)
+            var entry = seen[message.messageID] ?? Seen(attempts: 0, target: message.target, ack: nil)
             if seen[message.messageID] != nil {
                 if entry.acked { counters.duplicateMessageIDs += 1 } else { counters.resends += 1 }
             }

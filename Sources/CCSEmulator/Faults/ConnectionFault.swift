@@ -195,7 +195,7 @@ extension CCSEmulator {
         let now = DispatchTime.now().uptimeNanoseconds
         while let ack = connection.recentAcks.popFirst() {
             guard now - ack.at <= Self.ackLossWindowNanoseconds, seen[ack.messageID]?.acked == true else { continue }
-            seen[ack.messageID]?.acked = false
+            seen[ack.messageID]?.ack = nil
             counters.acksLostToFaults += 1
         }
     }
@@ -205,6 +205,7 @@ extension CCSEmulator {
     private func fire(_ fault: ConnectionFault, on connection: EmulatorConnection) {
         counters.faultsInjected += 1
         log("injecting fault \(fault)", connection: connection.id)
+        if fault.makesClientAbandon { connection.markBroken() }
         switch fault {
         case .close, .rst, .corruptRecord:
             forgetRecentAcks(on: connection)

@@ -87,7 +87,9 @@ public final class CCSEmulator: @unchecked Sendable {
     struct Seen {
         var attempts: Int
         var target: String?
-        var acked: Bool
+        /// The latest ack, nil while not acked (or its ack was lost to a fault).
+        var ack: AckMark?
+        var acked: Bool { ack != nil }
     }
 
     private struct ScheduledReply {
@@ -396,6 +398,7 @@ public final class CCSEmulator: @unchecked Sendable {
         connections[connection.id] = nil
         ackedOnClosedConnections[connection.id] = connection.ackedHere
         log("closed\(error.map { ": \($0)" } ?? "")", connection: connection.id)
+        counters.receiptsUnackedAtClose += connection.pendingReceipts.count
         guard configuration.redeliverUnackedUpstream, !connection.pendingUpstream.isEmpty else { return }
         let pending = connection.pendingUpstream.sorted { $0.value.sequence < $1.value.sequence }
         connection.pendingUpstream = [:]
@@ -442,14 +445,20 @@ public final class CCSEmulator: @unchecked Sendable {
         let id = message.messageID
         // One lookup: the entry is created (new) or updated in place; a drain nack does not count an attempt.
         var isNew = false
-        let entry = Self.note(&seen[id, default: { isNew = true; return Seen(attempts: 0, target: message.target, acked: false) }()],
+        let entry = Self.note(&seen[id, default: { isNew = true; return Seen(attempts: 0, target: message.target, ack: nil) }()],
                               target: message.target, countsAttempt: connection.phase != .draining)
         if !isNew {
-            if entry.acked {
+            switch DownstreamArrival.classify(ack: entry.ack, connection: connection.id,
+                                              connectionBrokenAt: connection.brokenAt) {
+            case .resend:
+                counters.resends += 1
+            case .duplicateAfterAck:
                 counters.duplicateMessageIDs += 1
                 log("downstream \(id) received again after its ack", connection: connection.id)
-            } else {
-                counters.resends += 1
+            case .lateReadOnBrokenConnection:
+                counters.lateReadsOnBrokenConnections += 1
+                log("downstream \(id) read late on a broken connection (acked on connection \(entry.ack!.connection) after the break)",
+                    connection: connection.id)
             }
         }
         if connection.unacked >= configuration.flowControlWindow {
@@ -522,10 +531,12 @@ public final class CCSEmulator: @unchecked Sendable {
         armReplyTimer()
     }
 
-    /// Writes the ack/nack of one message, and its receipt, unless its connection closed meanwhile.
+    /// Writes the ack/nack of one message, and its receipt, unless its connection closed meanwhile or the
+    /// server broke it (a client never reads what follows a corrupted record or a half-open turn).
     private func answer(_ reply: ScheduledReply) {
         let connection = reply.connection
-        guard connection.isOpenForTraffic, !connection.isHalfOpen else { return }  // never acked there (§5)
+        // Never acked there (§5): the client resends it elsewhere.
+        guard connection.isOpenForTraffic, !connection.isHalfOpen, connection.brokenAt == nil else { return }
         connection.unacked -= 1
         if let outcome = reply.outcome {
             connection.write(ServerStanzas.message(json: outcome.json))
@@ -538,7 +549,7 @@ public final class CCSEmulator: @unchecked Sendable {
         case .ack?, nil:
             counters.acked += 1
             connection.ackedHere += 1
-            seen[reply.messageID]?.acked = true
+            seen[reply.messageID]?.ack = AckMark(connection: connection.id, at: DispatchTime.now().uptimeNanoseconds)
             noteAck(reply.messageID, on: connection)  // Faults/ConnectionFault.swift
             if reply.receiptRequested, configuration.receipts {
                 sendReceipt(originalMessageID: reply.messageID, target: seen[reply.messageID]?.target ?? "", on: connection)

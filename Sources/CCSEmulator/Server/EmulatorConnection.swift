@@ -1,4 +1,5 @@
 import CCS
+import Dispatch
 import TLS
 import XMLStream
 
@@ -54,6 +55,10 @@ final class EmulatorConnection: TLSConnectionDelegate {
     var isHalfOpen = false
     /// The `slow-read` fault's latest pause: only its timer resumes reading.
     var slowReadGeneration = 0
+    /// When the server broke this connection (a fault the client abandons it for, or the emulator ending
+    /// it), uptime in ns; nil while healthy. What is read here afterwards was written before the client
+    /// knew (`DownstreamArrival`).
+    private(set) var brokenAt: UInt64?
     /// Acks written here in the last `ConnectionFault.ackLossWindowNanoseconds`: message_id and uptime (ns).
     var recentAcks = FIFO<(messageID: String, at: UInt64)>()
     /// Downstream messages the emulator acked on this connection (`ackedPerConnection()`).
@@ -142,7 +147,13 @@ final class EmulatorConnection: TLSConnectionDelegate {
         drainTimer = tls.eventLoop.schedule(after: grace, onGraceOver)
     }
 
+    /// Notes that the server broke this connection now (the first break counts).
+    func markBroken() {
+        if brokenAt == nil { brokenAt = DispatchTime.now().uptimeNanoseconds }
+    }
+
     private func enterClosing() {
+        markBroken()
         phase = .closing
         loginTimer?.cancel()
         drainTimer?.cancel()

@@ -21,6 +21,9 @@ public struct EmulatorStats: Sendable, Equatable {
     /// Delivery receipts sent, and receipts the client ACKed.
     public var receiptsSent = 0
     public var receiptsAcked = 0
+    /// Receipts still un-ACKed when their connection closed (the emulator does not redeliver receipts): the
+    /// client's ACK was lost with the connection, or never written.
+    public var receiptsUnackedAtClose = 0
     /// Upstream messages sent (first deliveries), ACKed by the client, and redelivered after a connection closed.
     public var upstreamSent = 0
     public var upstreamAcked = 0
@@ -32,6 +35,11 @@ public struct EmulatorStats: Sendable, Equatable {
     public var maxUnackedObserved = 0
     /// Downstream message_ids received again after the emulator had acked them: a client bug.
     public var duplicateMessageIDs = 0
+    /// Downstream message_ids read again on a connection the server had broken (a fault, or the emulator
+    /// ending the stream) after they were acked on another connection after that break: copies the client
+    /// wrote before it knew of the break, read late (e.g. after a slow read). Not a client bug; not counted in
+    /// `duplicateMessageIDs`.
+    public var lateReadsOnBrokenConnections = 0
     /// Downstream message_ids received again that had never been acked (after a nack or a lost connection): expected.
     public var resends = 0
     /// Stanzas that are not CCS traffic or have an unknown message_type, client NACKs, and ACKs for ids
@@ -70,9 +78,11 @@ public struct EmulatorStats: Sendable, Equatable {
             ("auth_failures", authFailures), ("live_connections", liveConnections),
             ("downstream_received", downstreamReceived), ("acked", acked), ("nacked_total", nackedTotal),
             ("stanza_errors", stanzaErrors), ("receipts_sent", receiptsSent), ("receipts_acked", receiptsAcked),
+            ("receipts_unacked_at_close", receiptsUnackedAtClose),
             ("upstream_sent", upstreamSent), ("upstream_acked", upstreamAcked),
             ("upstream_redelivered", upstreamRedelivered), ("flow_control_violations", flowControlViolations),
             ("max_unacked_observed", maxUnackedObserved), ("duplicate_message_ids", duplicateMessageIDs),
+            ("late_reads_on_broken_connections", lateReadsOnBrokenConnections),
             ("resends", resends), ("unknown_stanzas", unknownStanzas), ("xml_errors", xmlErrors),
             ("pings_sent", pingsSent), ("pongs_received", pongsReceived), ("drained_connections", drainedConnections),
             ("max_attempts_per_message_id", maxAttemptsPerMessageID), ("streams_ended_after_login", streamsEndedAfterLogin),
