@@ -55,7 +55,9 @@ import Testing
     @Test func expiredWhileDownEndsExpiredAndTheSameInputAgainIsAnsweredAsDuplicates() async throws {
         let state = Self.stateDirectory()
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let lines = [#"{"to":"tok-short-APA91b","message_id":"short","data":{"n":"1"},"time_to_live":1}"#]
+        // time_to_live 5 s: long enough for the first run to log in and send "short" on a loaded machine, so
+        // that it is in flight (not expired) when the first run stops.
+        let lines = [#"{"to":"tok-short-APA91b","message_id":"short","data":{"n":"1"},"time_to_live":5}"#]
             + DaemonRun.messages(5, prefix: "d")
         let first = try DaemonRun(exitWhenDone: false, stateDirectory: state,
                                   emulator: { $0.ackLatencyMilliseconds = 30_000 },
@@ -63,11 +65,16 @@ import Testing
         defer { first.stop(); first.cleanUp() }
         first.send(lines)
         await waitUntil("all accepted", timeout: 20) { first.events("accepted").count == 6 }
+        let acceptedBy = ContinuousClock.now  // no earlier than "short"'s acceptance
+        // "short" goes first (window 1, accept order) and stays in flight (the emulator acks after 30 s).
+        await waitUntil("short in flight", timeout: 20) { first.emulator.stats().downstreamReceived == 1 }
+        #expect(first.events("expired").isEmpty)
         let daemon = first.daemon
         first.loop.execute { daemon.signal(.terminate) }
         await waitUntil("ccsd exits", timeout: 20) { first.exited != nil }
         #expect(first.exited == 0)
-        try await Task.sleep(for: .milliseconds(1500))  // "short" runs out while ccsd is down
+        // "short" runs out while ccsd is down.
+        try await Task.sleep(until: acceptedBy + .milliseconds(5500), clock: .continuous)
 
         let second = try DaemonRun(stateDirectory: state)
         defer { second.stop(); second.cleanUp() }
