@@ -17,6 +17,8 @@ import Testing
         var now = 0.0
         /// message_ids accepted and not yet final (by the final event's emission).
         var active = Set<String>()
+        /// message_ids whose final event is not yet recorded, with its record id: still taken.
+        var finalUnrecorded: [String: UInt64] = [:]
         var acceptances = 0
         var finalEvents = 0
         var connecting = Set<Int>()
@@ -32,11 +34,15 @@ import Testing
                 switch action {
                 case .open(let id, _): connecting.insert(id)
                 case .persist(let record, let line):
+                    #expect(!active.contains(record.messageID) && finalUnrecorded[record.messageID] == nil
+                            && !heldPersists.contains { $0.messageID == record.messageID },
+                            "\(record.messageID) taken again while live")
                     heldPersists.append(PersistResult(messageID: record.messageID, line: line, outcome: .stored))
                 case .record(let request):
                     heldRecords.append(request)
                     if request.event.isFinal, let id = request.finalMessageID {
                         #expect(active.remove(id) != nil, "final event for \(id), which is not accepted-and-not-final")
+                        finalUnrecorded[id] = request.id
                         finalEvents += 1
                     }
                 case .send(let c, let record):
@@ -74,7 +80,9 @@ import Testing
                 let count = all ? heldRecords.count : Int.random(in: 1...heldRecords.count, using: &rng)
                 let confirmed = heldRecords.prefix(count)
                 heldRecords.removeFirst(count)
-                apply(dispatcher.recorded(through: confirmed.last!.id, now: now))
+                let through = confirmed.last!.id
+                finalUnrecorded = finalUnrecorded.filter { $0.value > through }
+                apply(dispatcher.recorded(through: through, now: now))
             }
         }
 
