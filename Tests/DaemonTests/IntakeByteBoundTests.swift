@@ -41,6 +41,50 @@ import Testing
         #expect(h.events("accepted").compactMap { $0["message_id"]?.stringValue } == ids)
     }
 
+    /// A reload that raises `max_queued_bytes` while intake is paused for bytes applies at once (docs/limits.md:
+    /// "at once"): the outstanding messages now weigh far less than half the new bound, so intake resumes
+    /// without waiting for any of them to end (here none ends: nothing is acked before the check).
+    @Test func aReloadThatRaisesTheByteBoundResumesAPausedIntakeAtOnce() {
+        let h = DaemonDriverTests.Harness(store: .memory) { $0.maxQueuedBytes = 11_000 }
+        h.startReady()
+        let ids = (0..<20).map { "raise-\($0)" }
+        let resumed = Resumed()
+        let items: [CCSDaemon.IntakeItem] = ids.enumerated().map { index, id in
+            let line = #"{"to":"tok-\#(id)-APA91b","message_id":"\#(id)","data":{"n":"1"},"time_to_live":600}"#
+            return .message(try! DownstreamIntake.parse(line: line, now: Date()).get(), line: index + 1)
+        }
+        h.daemon.submit(items) { resumed.count += 1 }
+        #expect(h.settle { h.sentDownstream().count == 20 })
+        #expect(resumed.count == 0)
+        var configuration = h.daemon.configuration
+        configuration.maxQueuedBytes = 1 << 20
+        #expect(h.daemon.reload(configuration) == .applied(changes: ["max_queued_bytes 11000→1048576"]))
+        #expect(h.settle { resumed.count == 1 }, "intake stayed paused under a raised byte bound")
+        for id in ids { h.ack(id) }
+        #expect(h.settle { h.events("acked").count == 20 })
+    }
+
+    /// The same for a raise that comes from the default following `connections` (no `max_queued_bytes` set).
+    @Test func aReloadThatRaisesTheDefaultByteBoundResumesAPausedIntakeAtOnce() {
+        let h = DaemonDriverTests.Harness(store: .memory) { $0.maxQueuedBytes = 11_000 }
+        h.startReady()
+        let ids = (0..<20).map { "raise-default-\($0)" }
+        let resumed = Resumed()
+        let items: [CCSDaemon.IntakeItem] = ids.enumerated().map { index, id in
+            let line = #"{"to":"tok-\#(id)-APA91b","message_id":"\#(id)","data":{"n":"1"},"time_to_live":600}"#
+            return .message(try! DownstreamIntake.parse(line: line, now: Date()).get(), line: index + 1)
+        }
+        h.daemon.submit(items) { resumed.count += 1 }
+        #expect(h.settle { h.sentDownstream().count == 20 })
+        #expect(resumed.count == 0)
+        var configuration = h.daemon.configuration
+        configuration.maxQueuedBytes = nil  // back to the default: 1 MiB
+        _ = h.daemon.reload(configuration)
+        #expect(h.settle { resumed.count == 1 }, "intake stayed paused under a raised byte bound")
+        for id in ids { h.ack(id) }
+        #expect(h.settle { h.events("acked").count == 20 })
+    }
+
     /// The key: its range, its default from the connections and the window, and the reload plan.
     @Test func theKeyHasARangeAndADefaultFromTheWindows() throws {
         var c = Configuration()

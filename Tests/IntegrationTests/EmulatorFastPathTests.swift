@@ -52,6 +52,23 @@ import XMLStream
         #expect(!DownstreamPolicy(rules: [], nackRate: 0.5, seed: 1).isPlainAck(target: "tok-1"))
     }
 
+    /// A rule `decide` matches is never skipped by the first-byte shortcut: an empty prefix (it matches every
+    /// target), and prefixes that match through canonical equivalence (`String.hasPrefix`: "é" precomposed
+    /// against "e" with a combining acute) though their first bytes differ.
+    @Test func isPlainAckNeverSkipsARuleDecideMatches() {
+        let cases: [(rule: String, target: String)] = [("", "tok-1"), ("", "a"), ("e\u{301}", "\u{E9}x"), ("\u{E9}", "e\u{301}x")]
+        for (prefix, target) in cases {
+            var policy = DownstreamPolicy(rules: [NackRule(prefix: prefix, code: .badRegistration)], nackRate: 0, seed: 1)
+            let decided = policy.decide(messageID: "m", target: target, attempt: 1)
+            if case .nack = decided {
+                #expect(!policy.isPlainAck(target: target), "rule \(prefix.unicodeScalars.map(\.value)) target \(target.unicodeScalars.map(\.value))")
+            }
+        }
+        // The cases above do reach `decide`'s rule.
+        var empty = DownstreamPolicy(rules: [NackRule(prefix: "", code: .badRegistration)], nackRate: 0, seed: 1)
+        #expect(empty.decide(messageID: "m", target: "tok-1", attempt: 1).json.contains("BAD_REGISTRATION"))
+    }
+
     @Test func theFewFieldReadClassifiesAsTheWholeObject() {
         let texts = [#"{"to":"t","message_id":"m","data":{"a":"b"}}"#, #"{"condition":"'a' in topics","message_id":"m"}"#,
                      #"{"to":5,"condition":"c","message_id":"m"}"#, #"{"message_id":"m"}"#, #"{"to":"t","message_id":""}"#,

@@ -10,8 +10,13 @@ extension DownstreamPolicy {
     public func isPlainAck(target: String?) -> Bool {
         guard nackRate <= 0, let target, let lead = target.utf8.first else { return false }
         guard lead != UInt8(ascii: "g"), lead != UInt8(ascii: "c") else { return false }
-        // A rule whose prefix starts with another byte cannot match: most targets are decided by one compare.
-        for rule in rules where rule.prefix.utf8.first == lead && target.hasPrefix(rule.prefix) { return false }
+        for rule in rules {
+            // A prefix starting with another ASCII byte than an ASCII-led target cannot match: most targets are
+            // decided by one compare. An empty prefix matches every target, and a non-ASCII first byte may
+            // match through canonical equivalence (`hasPrefix`, as `decide` compares): those are compared.
+            if let ruleLead = rule.prefix.utf8.first, ruleLead != lead, ruleLead < 0x80, lead < 0x80 { continue }
+            if target.hasPrefix(rule.prefix) { return false }
+        }
         return true
     }
 }

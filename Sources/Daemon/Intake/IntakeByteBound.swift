@@ -7,7 +7,7 @@
 /// weighing is still done only at decisions and amortized (it was O(live messages) when written): `estimate` is the last weight plus every message submitted since (an upper bound, as
 /// messages that ended since are not subtracted), reweighed only when it reaches the bound. While paused,
 /// the live set is reweighed only once the outstanding count fell to where, at the average weight seen at
-/// the last weighing, it would weigh less than half the bound.
+/// the last weighing, it would weigh less than half the bound, or the bound changed (a reload: weighed at once).
 struct IntakeByteBound {
     /// What ccsd keeps about one outstanding message besides its JSON text (its record, its place in the
     /// queues and maps, its timers), in bytes, as measured on a flood (about 1.5 KiB a message in all).
@@ -18,6 +18,9 @@ struct IntakeByteBound {
     private(set) var estimate = Int.max / 2
     /// While paused for bytes: the outstanding count at which to weigh again; nil while not paused for bytes.
     private(set) var reweighAt: Int?
+    /// While paused for bytes: the bound `reweighAt` was worked out for. A reload that changes the bound
+    /// (`max_queued_bytes`, or its default through `connections` and `window`) weighs again at once.
+    private var reweighLimit: Int?
 
     /// One message of `jsonBytes` bytes of JSON text was just submitted.
     mutating func submitted(jsonBytes: Int) {
@@ -38,6 +41,7 @@ struct IntakeByteBound {
         estimate = Self.weight(outstanding: outstanding, jsonBytes: jsonBytes())
         guard estimate >= limit else { return false }
         reweighAt = Self.countBelowHalf(limit: limit, outstanding: outstanding, weight: estimate)
+        reweighLimit = limit
         return true
     }
 
@@ -45,13 +49,14 @@ struct IntakeByteBound {
     /// half of `limit`.
     mutating func mayResume(limit: Int, outstanding: Int, jsonBytes: () -> Int) -> Bool {
         guard let reweighAt else { return true }
-        guard outstanding <= reweighAt else { return false }
+        guard outstanding <= reweighAt || limit != reweighLimit else { return false }
         estimate = Self.weight(outstanding: outstanding, jsonBytes: jsonBytes())
         if estimate < (limit + 1) / 2 {
-            self.reweighAt = nil
+            reset()
             return true
         }
         self.reweighAt = Self.countBelowHalf(limit: limit, outstanding: outstanding, weight: estimate)
+        reweighLimit = limit
         return false
     }
 
@@ -67,5 +72,6 @@ struct IntakeByteBound {
     /// Intake was resumed regardless (intake closed, the pool stopped): forget the pause.
     mutating func reset() {
         reweighAt = nil
+        reweighLimit = nil
     }
 }
