@@ -1,10 +1,12 @@
-import Synchronization
+import Foundation
 
 /// The last warning and error lines a `Logger` wrote, oldest first, for `GET /v1/status` (`recent_errors`)
 /// and `ccsd status`. Bounded: at most `capacity` entries are kept, the oldest dropped first. Holds what
 /// the log holds and nothing more (callers already shorten registration tokens and never log the key).
-/// Thread-safe: any thread may log while another reads.
-public final class RecentLogEntries: Sendable {
+/// Thread-safe: any thread may log while another reads. The lock is an `NSLock` (a pthread mutex, which
+/// ThreadSanitizer sees) rather than `Synchronization.Mutex`, whose futex-based lock lives in the uninstrumented
+/// standard library, so that TSan reported the guarded state as raced.
+public final class RecentLogEntries: @unchecked Sendable {
     /// One log line: its time (RFC 3339, UTC, milliseconds), level, message and metadata in order.
     public struct Entry: Sendable, Equatable {
         public let time: String
@@ -20,17 +22,18 @@ public final class RecentLogEntries: Sendable {
 
     /// The most entries kept.
     public let capacity: Int
-    private let state: Mutex<(entries: [Entry], next: Int)>
+    private let lock = NSLock()
+    /// Guarded by `lock`.
+    private var state: (entries: [Entry], next: Int) = ([], 0)
 
     /// - Parameter capacity: the most entries kept (at least 1).
     public init(capacity: Int = 20) {
         self.capacity = max(1, capacity)
-        state = Mutex(([], 0))
     }
 
     /// Keeps `entry`, dropping the oldest when full.
     public func append(_ entry: Entry) {
-        state.withLock { state in
+        lock.withLock {
             if state.entries.count < capacity {
                 state.entries.append(entry)
             } else {
@@ -42,7 +45,7 @@ public final class RecentLogEntries: Sendable {
 
     /// The entries kept, oldest first.
     public var entries: [Entry] {
-        state.withLock { state in
+        lock.withLock {
             guard state.entries.count == capacity else { return state.entries }
             return Array(state.entries[state.next...] + state.entries[..<state.next])
         }

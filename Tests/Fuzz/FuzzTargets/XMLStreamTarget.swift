@@ -16,10 +16,10 @@ import XMLStream
 /// not compared: libxml2's push parser looks at a construct only once a heuristic scan of its buffer says the
 /// construct is complete (a `>` outside quotes), so a broken start tag can be reported at once in one split
 /// and only with later bytes in another (never after a later event); and the size limit is checked between
-/// pieces as well as inside them. So the events are equal when both feedings failed or neither did; when only
-/// one failed, the other is still waiting for bytes that would complete a construct, and one feeding's events
-/// are a prefix of the other's (libxml2 reports the start of a stream header whose `>` is missing before it
-/// reports the error, so the failed feeding can be one event ahead of the waiting one).
+/// pieces as well as inside them. So the events are equal when neither feeding failed; when one did, one
+/// feeding's events are a prefix of the other's: libxml2 reports the start of a stream header whose `>` is
+/// missing before it reports the error, while a feeding in small pieces is still waiting for that `>` (no
+/// event yet), and may meanwhile meet an error that its input layer sees at once (bytes that are not UTF-8).
 enum XMLStreamTarget {
     static func run(_ input: [UInt8]) -> [String] {
         guard let first = input.first else { return [] }
@@ -52,7 +52,7 @@ enum XMLStreamTarget {
 
     /// Whether two feedings of the same bytes agree on their events (see the type's comment).
     static func eventsAgree(_ a: StreamRun, _ b: StreamRun) -> Bool {
-        if (a.error == nil) == (b.error == nil) { return a.events == b.events }
+        if a.error == nil, b.error == nil { return a.events == b.events }
         let (shorter, longer) = a.events.count <= b.events.count ? (a.events, b.events) : (b.events, a.events)
         return Array(longer.prefix(shorter.count)) == shorter
     }
