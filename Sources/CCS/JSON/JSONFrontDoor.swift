@@ -1,6 +1,5 @@
 import CJSONFrontDoor
 import Foundation
-import Synchronization
 
 /// The one door through which ccsd parses JSON: intake lines, acks, nacks, receipts, upstream and control
 /// messages, configuration (ccs-protocol.md §2–3). Backed by Debian's simdjson (its On-Demand API, behind the
@@ -115,7 +114,7 @@ public enum JSONFrontDoor {
 
     /// simdjson parsers are not thread-safe: each parse borrows one from this pool, so one parser is only
     /// ever used by one thread at a time.
-    private static let pool = Mutex<[Parser]>([])
+    private static let pool = Locked<[Parser]>([])
 
     private struct Parser: @unchecked Sendable {
         let pointer: OpaquePointer

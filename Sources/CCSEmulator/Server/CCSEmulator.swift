@@ -16,7 +16,7 @@ import XMLStream
 /// waits) or from the loop itself (it runs inline).
 public final class CCSEmulator: @unchecked Sendable {
     // @unchecked Sendable: every mutable stored property below is touched only on `loop`, except
-    // `published`, which is a Mutex.
+    // `published`, which is `Locked`.
 
     /// One ACK from the client of an upstream message or receipt: which message_id on which connection.
     public struct ClientAck: Sendable, Equatable {
@@ -53,7 +53,7 @@ public final class CCSEmulator: @unchecked Sendable {
         var ports: [Int] = []
         var caCertificatePEM: String?
     }
-    private let published = Mutex(Published())
+    private let published = Locked(Published())
 
     // Loop-confined state.
     private var started = false

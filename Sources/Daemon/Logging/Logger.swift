@@ -53,11 +53,11 @@ public final class Logger: Sendable {
     private let minimumLevel: Atomic<Int>
     private let fd: Int32
     public let format: Format
-    private let lock = Mutex(())
+    private let lock = Locked(())
     /// The last warning and error lines written (at most 20), oldest first.
     public let recentErrors = RecentLogEntries(capacity: 20)
     /// Secrets never written (`setSecrets`): replaced in the message and every value before formatting.
-    let secrets = Mutex<[String]>([])
+    let secrets = Locked<[String]>([])
 
     public init(minimum: Level = .info, format: Format = .plain, fileDescriptor: Int32 = 2) {
         self.minimumLevel = Atomic(minimum.rawValue)

@@ -1,12 +1,10 @@
-import Foundation
+import CCS
 
 /// The last warning and error lines a `Logger` wrote, oldest first, for `GET /v1/status` (`recent_errors`)
 /// and `ccsd status`. Bounded: at most `capacity` entries are kept, the oldest dropped first. Holds what
 /// the log holds and nothing more (callers already shorten registration tokens and never log the key).
-/// Thread-safe: any thread may log while another reads. The lock is an `NSLock` (a pthread mutex, which
-/// ThreadSanitizer sees) rather than `Synchronization.Mutex`, whose futex-based lock lives in the uninstrumented
-/// standard library, so that TSan reported the guarded state as raced.
-public final class RecentLogEntries: @unchecked Sendable {
+/// Thread-safe: any thread may log while another reads (`Locked`, which ThreadSanitizer sees).
+public final class RecentLogEntries: Sendable {
     /// One log line: its time (RFC 3339, UTC, milliseconds), level, message and metadata in order.
     public struct Entry: Sendable, Equatable {
         public let time: String
@@ -22,9 +20,7 @@ public final class RecentLogEntries: @unchecked Sendable {
 
     /// The most entries kept.
     public let capacity: Int
-    private let lock = NSLock()
-    /// Guarded by `lock`.
-    private var state: (entries: [Entry], next: Int) = ([], 0)
+    private let state = Locked<(entries: [Entry], next: Int)>(([], 0))
 
     /// - Parameter capacity: the most entries kept (at least 1).
     public init(capacity: Int = 20) {
@@ -33,7 +29,7 @@ public final class RecentLogEntries: @unchecked Sendable {
 
     /// Keeps `entry`, dropping the oldest when full.
     public func append(_ entry: Entry) {
-        lock.withLock {
+        state.withLock { state in
             if state.entries.count < capacity {
                 state.entries.append(entry)
             } else {
@@ -45,7 +41,7 @@ public final class RecentLogEntries: @unchecked Sendable {
 
     /// The entries kept, oldest first.
     public var entries: [Entry] {
-        lock.withLock {
+        state.withLock { state in
             guard state.entries.count == capacity else { return state.entries }
             return Array(state.entries[state.next...] + state.entries[..<state.next])
         }
