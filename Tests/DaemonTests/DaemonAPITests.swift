@@ -86,7 +86,7 @@ import TestSupport
         h.startReady()
         #expect(h.daemon.submitFromAPI([Self.valid("s-1")], maxQueued: 10) { _ in } == nil)
         #expect(h.settle { h.sentDownstream().count == 1 })
-        let report = Mutex<MessageReport?>(nil)
+        let report = Locked<MessageReport?>(nil)
         h.daemon.messageReport("s-1") { result in report.withLock { $0 = try? result.get() } }
         #expect(report.withLock { $0?.state } == "in_flight")
         #expect(report.withLock { $0?.connection } == h.connection.connectionID)
@@ -98,14 +98,14 @@ import TestSupport
         #expect(h.settle { report.withLock { $0 != nil } })
         #expect(report.withLock { $0?.state } == "final")
         #expect(report.withLock { $0?.outcome?.contains("\"acked\"") } == true)
-        let missing = Mutex<Bool>(false)
+        let missing = Locked<Bool>(false)
         h.daemon.messageReport("nope") { result in missing.withLock { $0 = (try? result.get()) == .some(nil) } }
         #expect(h.settle { missing.withLock { $0 } })
     }
 
     @Test func observersLearnTheLastSeqOfEachCommitThatJournaled() {
         let h = Harness()
-        let seqs = Mutex<[Int64]>([])
+        let seqs = Locked<[Int64]>([])
         h.daemon.observeJournal { seq in seqs.withLock { $0.append(seq) } }
         h.startReady()
         #expect(h.daemon.submitFromAPI([Self.valid("o-1")], maxQueued: 10) { _ in } == nil)

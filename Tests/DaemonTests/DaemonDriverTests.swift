@@ -16,7 +16,7 @@ import XMPP
     final class ControlledStore: MessageStore, @unchecked Sendable {
         enum Failure { case none, full, corrupt }
         private let inner = InMemoryMessageStore()
-        private let state = Mutex<(holding: Bool, failure: Failure, commits: Int)>((false, .none, 0))
+        private let state = Locked<(holding: Bool, failure: Failure, commits: Int)>((false, .none, 0))
         private let released = DispatchSemaphore(value: 0)
 
         var holding: Bool {
@@ -51,7 +51,7 @@ import XMPP
 
     /// Work posted from other threads (the store writer's queue), run on the manual loop by `settle`.
     final class Inbox: @unchecked Sendable {
-        private let items = Mutex<[@Sendable () -> Void]>([])
+        private let items = Locked<[@Sendable () -> Void]>([])
         func post(_ work: @escaping @Sendable () -> Void) { items.withLock { $0.append(work) } }
         func take() -> [@Sendable () -> Void] { items.withLock { let taken = $0; $0.removeAll(); return taken } }
     }
@@ -63,7 +63,7 @@ import XMPP
         let store: ControlledStore
         let factory: MockConnectionFactory
         let daemon: CCSDaemon
-        private final class CodeBox: Sendable { let value = Mutex<Int32?>(nil) }
+        private final class CodeBox: Sendable { let value = Locked<Int32?>(nil) }
         private let exitCode = CodeBox()
         var exited: Int32? { exitCode.value.withLock { $0 } }
 

@@ -35,7 +35,7 @@ import TestSupport
     }
 
     private final class Counter: Sendable {
-        let value = Mutex(0)
+        let value = Locked(0)
         func increment() { value.withLock { $0 += 1 } }
         var count: Int { value.withLock { $0 } }
     }

@@ -1,3 +1,4 @@
+import CCS
 import Daemon
 import Foundation
 import Synchronization
@@ -7,7 +8,7 @@ import Testing
 /// the kernel can hand a SIGTERM to no thread but the signal source's (which reads it from its signalfd).
 @Suite struct SignalMaskTests {
     @Test func threadsStartedAfterTheBlockInheritIt() {
-        let result = Mutex<(before: [Bool], after: [Bool])?>(nil)
+        let result = Locked<(before: [Bool], after: [Bool])?>(nil)
         let done = DispatchSemaphore(value: 0)
         // In a thread of its own, so that the test runner's threads keep their masks.
         let outer = Thread {

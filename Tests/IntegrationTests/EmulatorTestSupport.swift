@@ -28,7 +28,7 @@ final class ClientProbe: XMPPClientDelegate, Sendable {
         var stanzas: [XMLElement] = []
         var end: XMPPError?
     }
-    let state = Mutex(State())
+    let state = Locked(State())
 
     var jid: String? { state.withLock { $0.jid } }
     var end: XMPPError? { state.withLock { $0.end } }

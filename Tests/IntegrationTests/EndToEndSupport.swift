@@ -19,7 +19,7 @@ final class DaemonRun: Sendable {
     private let inputReader: FileHandle
     let loop = EventLoop(label: "e2e.ccsd")
     let daemon: CCSDaemon
-    private final class ExitCode: Sendable { let value = Mutex<Int32?>(nil) }
+    private final class ExitCode: Sendable { let value = Locked<Int32?>(nil) }
     private let exitCode = ExitCode()
 
     /// - Parameters:

@@ -11,7 +11,7 @@ import XMPP
 @Suite struct ReloadEndToEndTests {
     /// Reloads on the daemon's loop with `change` applied to the running configuration; returns the result.
     static func reload(_ run: DaemonRun, _ change: @escaping @Sendable (inout Configuration) -> Void) async -> CCSDaemon.ReloadResult? {
-        let box = Mutex<CCSDaemon.ReloadResult?>(nil)
+        let box = Locked<CCSDaemon.ReloadResult?>(nil)
         let daemon = run.daemon
         run.loop.execute {
             var configuration = daemon.configuration

@@ -135,7 +135,7 @@ import XMPP
     // MARK: A daemon with real traffic, checked by promtool
 
     final class Inbox: @unchecked Sendable {
-        private let items = Mutex<[@Sendable () -> Void]>([])
+        private let items = Locked<[@Sendable () -> Void]>([])
         func post(_ work: @escaping @Sendable () -> Void) { items.withLock { $0.append(work) } }
         func take() -> [@Sendable () -> Void] { items.withLock { let taken = $0; $0.removeAll(); return taken } }
     }

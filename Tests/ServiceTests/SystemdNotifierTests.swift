@@ -1,4 +1,5 @@
 @testable import CCS
+import CCS
 import Foundation
 import Store
 import Synchronization
@@ -97,7 +98,7 @@ import XMPP
 
     /// Work the store writer posts from its queue, run on the manual loop by `settle`.
     final class Inbox: @unchecked Sendable {
-        private let items = Mutex<[@Sendable () -> Void]>([])
+        private let items = Locked<[@Sendable () -> Void]>([])
         func post(_ work: @escaping @Sendable () -> Void) { items.withLock { $0.append(work) } }
         func take() -> [@Sendable () -> Void] { items.withLock { let taken = $0; $0.removeAll(); return taken } }
     }
