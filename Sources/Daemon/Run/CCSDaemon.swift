@@ -434,11 +434,11 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             return false
         }
         guard !complete else { return }
-        "\"seq\":".utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
+        out.append(contentsOf: "\"seq\":".utf8)
         JSONValue.append(event.seq, to: &out)
-        ",\"time\":\"".utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
+        out.append(contentsOf: ",\"time\":\"".utf8)
         out.append(contentsOf: time)
-        "\"}\n".utf8.withContiguousStorageIfAvailable { out.append(contentsOf: $0) }
+        out.append(contentsOf: "\"}\n".utf8)
     }
 
     /// An event not journaled (a rejection while the store is down): its object with `time` only.
