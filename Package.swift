@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // ccsd: an XMPP client daemon for Firebase Cloud Messaging's connection server (CCS).
-// Layers, bottom up: CLibXML2/COpenSSL/CSQLite/CMicroHTTPD/CSystemd/CCurl (system libraries) → TLS, XMLStream
+// Layers, bottom up: CLibXML2/COpenSSL/CSQLite/CMicroHTTPD/CSystemd (system libraries), CCurl (libcurl by dlopen) → TLS, XMLStream
 // → XMPP → CCS → Store, Daemon, HTTPServer → Service (the `ccsd` command).
 import PackageDescription
 
@@ -30,9 +30,9 @@ let package = Package(
         .systemLibrary(
             name: "CSystemd", pkgConfig: "libsystemd",
             providers: [.apt(["libsystemd-dev"])]),
-        .systemLibrary(
-            name: "CCurl", pkgConfig: "libcurl",
-            providers: [.apt(["libcurl4-openssl-dev"])]),
+        // libcurl is loaded with dlopen on first use (a daemon without a webhook never loads it): a C target,
+        // not a system library; its headers come from libcurl4-openssl-dev.
+        .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
 
         // Layers.
         .target(name: "TLS", dependencies: ["COpenSSL"]),

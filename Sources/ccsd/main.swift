@@ -5,4 +5,6 @@ import TLS
 // ccsd: keeps XMPP connections to FCM's connection server (CCS) and moves push messages both ways.
 // Up to 1,000 connections, each a socket: the soft limit on open files goes up to the hard limit.
 OpenFileLimit.raiseToHardLimit()
+// One event loop does the per-message work: two malloc arenas are enough, and hold less memory (MallocArenas).
+MallocArenas.limit(to: 2)
 exit(CCSDCommandLine.main(Array(CommandLine.arguments.dropFirst())))

@@ -99,11 +99,11 @@ public struct APIClient: Sendable {
     /// - Throws: `APIClientError` when no HTTP answer came: unreachable, timed out, or failed.
     public func request(_ method: String, _ path: String, body: Data? = nil, contentType: String = "application/json",
                         timeout: Double? = nil) throws(APIClientError) -> APIResponse {
-        APIClient.initializeOnce
-        guard let handle = curl_easy_init() else {
-            throw APIClientError(kind: .failed, message: "libcurl could not create a handle")
+        guard let handle = ccsd_curl_easy_init() else {
+            let reason = ccsd_curl_load().map { String(cString: $0) } ?? "libcurl could not create a handle"
+            throw APIClientError(kind: .failed, message: reason)
         }
-        defer { curl_easy_cleanup(handle) }
+        defer { ccsd_curl_easy_cleanup(handle) }
         let sink = ResponseSink(limit: maxBodyBytes)
         let url: String
         var headerLines = ["Accept: application/json"]
@@ -120,8 +120,8 @@ public struct APIClient: Sendable {
         // No `Expect: 100-continue` round trip for larger bodies.
         headerLines.append("Expect:")
         var headers: UnsafeMutablePointer<curl_slist>?
-        for line in headerLines { headers = curl_slist_append(headers, line) }
-        defer { curl_slist_free_all(headers) }
+        for line in headerLines { headers = ccsd_curl_slist_append(headers, line) }
+        defer { ccsd_curl_slist_free_all(headers) }
         var errorBuffer = [CChar](repeating: 0, count: Int(CURL_ERROR_SIZE) + 1)
 
         let code: CURLcode = errorBuffer.withUnsafeMutableBufferPointer { errorPointer in
@@ -150,12 +150,12 @@ public struct APIClient: Sendable {
             } else if method != "GET" {
                 _ = ccsd_curl_setopt_string(handle, CURLOPT_CUSTOMREQUEST, method)
             }
-            guard let body else { return curl_easy_perform(handle) }
+            guard let body else { return ccsd_curl_easy_perform(handle) }
             // CURLOPT_POSTFIELDS does not copy: the bytes stay alive until curl_easy_perform returns.
             return body.withUnsafeBytes { bytes in
                 _ = ccsd_curl_setopt_off(handle, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(bytes.count))
                 _ = ccsd_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: bytes.baseAddress))
-                return curl_easy_perform(handle)
+                return ccsd_curl_easy_perform(handle)
             }
         }
         guard code == CURLE_OK else {
@@ -197,7 +197,7 @@ public struct APIClient: Sendable {
         case CURLE_WRITE_ERROR where overLimit:
             return APIClientError(kind: .failed, message: "the answer of \(place) is larger than the client takes")
         default:
-            let reason = detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail
+            let reason = detail.isEmpty ? String(cString: ccsd_curl_easy_strerror(code)) : detail
             return APIClientError(kind: .failed, message: "request to \(place) failed: \(reason)")
         }
     }
@@ -206,10 +206,6 @@ public struct APIClient: Sendable {
         seconds == seconds.rounded() ? String(Int(seconds)) : String(seconds)
     }
 
-    /// `curl_global_init` once per process, before the first handle (it is not thread-safe itself).
-    private static let initializeOnce: Void = {
-        _ = curl_global_init(Int(CURL_GLOBAL_DEFAULT))
-    }()
 }
 
 /// Collects one response's body and headers inside `curl_easy_perform` (callbacks run on the calling thread).

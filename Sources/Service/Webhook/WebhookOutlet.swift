@@ -148,11 +148,12 @@ public final class WebhookOutlet: @unchecked Sendable {
     // MARK: Worker
 
     private func run() {
-        guard let handle = curl_easy_init() else {
-            logger.error("webhook: libcurl could not make a handle; no events are POSTed")
+        guard let handle = ccsd_curl_easy_init() else {
+            let reason = ccsd_curl_load().map { String(cString: $0) } ?? "libcurl could not make a handle"
+            logger.error("webhook: \(reason); no events are POSTed")
             return
         }
-        defer { curl_easy_cleanup(handle) }
+        defer { ccsd_curl_easy_cleanup(handle) }
         var failures = 0
         // The cursor: where delivery resumes.
         var cursor: Int64 = 0
@@ -241,12 +242,12 @@ public final class WebhookOutlet: @unchecked Sendable {
         }
         body += "]}"
         let bytes = Array(body.utf8)
-        curl_easy_reset(handle)
+        ccsd_curl_easy_reset(handle)
         var headers: UnsafeMutablePointer<curl_slist>?
-        headers = curl_slist_append(headers, "Content-Type: application/json")
-        headers = curl_slist_append(headers, "Expect:")  // no 100-continue round trip
-        if let token = settings.token { headers = curl_slist_append(headers, "Authorization: Bearer \(token)") }
-        defer { curl_slist_free_all(headers) }
+        headers = ccsd_curl_slist_append(headers, "Content-Type: application/json")
+        headers = ccsd_curl_slist_append(headers, "Expect:")  // no 100-continue round trip
+        if let token = settings.token { headers = ccsd_curl_slist_append(headers, "Authorization: Bearer \(token)") }
+        defer { ccsd_curl_slist_free_all(headers) }
         let timeoutMillis = max(1, Int(settings.timeoutSeconds * 1000))
         _ = ccsd_curl_setopt_string(handle, CURLOPT_URL, settings.url)
         _ = ccsd_curl_setopt_string(handle, CURLOPT_USERAGENT, "ccsd/\(CCSDVersion.string)")
@@ -260,9 +261,9 @@ public final class WebhookOutlet: @unchecked Sendable {
         _ = ccsd_curl_setopt_write_function(handle) { _, size, count, _ in size * count }  // the answer's body is not used
         let code: CURLcode = bytes.withUnsafeBufferPointer { buffer in
             _ = ccsd_curl_setopt_pointer(handle, CURLOPT_POSTFIELDS, UnsafeMutableRawPointer(mutating: buffer.baseAddress))
-            return curl_easy_perform(handle)
+            return ccsd_curl_easy_perform(handle)
         }
-        guard code == CURLE_OK else { return .transportError(String(cString: curl_easy_strerror(code))) }
+        guard code == CURLE_OK else { return .transportError(String(cString: ccsd_curl_easy_strerror(code))) }
         var status = 0
         _ = ccsd_curl_response_code(handle, &status)
         return .status(status)
