@@ -51,6 +51,7 @@ extension Dispatcher {
             unmatched(messageID: messageID, on: id, actions: &actions)
             return false
         }
+        noteConnectionChoice(id)
         closeIfRetiredAndIdle(id, actions: &actions)
         return true
     }

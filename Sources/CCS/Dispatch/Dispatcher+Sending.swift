@@ -9,6 +9,7 @@ extension Dispatcher {
             table.setPlace(.inFlight(connection), of: handle)
             let record = table[handle]!.record
             sessions[connection]!.didSend(record.messageID, now: now)
+            noteConnectionChoice(connection)
             timers.schedule(at: now + configuration.ackTimeout, .ackTimeout(record.messageID, connection: connection))
             counters.sent += 1
             actions.append(.send(connection: connection, record: record))
@@ -16,8 +17,28 @@ extension Dispatcher {
         }
     }
 
-    /// The ready, non-draining connection with the most free window; ties go to the lowest id.
-    func bestConnection() -> Int? {
+    /// The ready, non-draining connection with the most free window; ties go to the lowest id
+    /// (`ConnectionChoice`: O(log n) per change, not a scan per message).
+    mutating func bestConnection() -> Int? {
+        if connectionChoice.heap.count > 4 * sessions.count + 64 {
+            connectionChoice.rebuild(sessions.values.filter(\.canSend).map { .init(free: $0.window.free, id: $0.id) })
+        }
+        let best = connectionChoice.best { entry in
+            guard let session = sessions[entry.id] else { return false }
+            return session.canSend && session.window.free == entry.free
+        }
+        assert(best == scanForBestConnection(), "ConnectionChoice missed a change: \(String(describing: best)) is not the best connection")
+        return best
+    }
+
+    /// Connection `id`'s free window may have grown, or it became ready: `bestConnection` must know.
+    mutating func noteConnectionChoice(_ id: Int) {
+        guard let session = sessions[id], session.canSend else { return }
+        connectionChoice.note(id, free: session.window.free)
+    }
+
+    /// `bestConnection` by a scan of every session: the rule itself, which debug builds check the heap against.
+    func scanForBestConnection() -> Int? {
         var best: (id: Int, free: Int)?
         for (id, session) in sessions where session.canSend {
             let free = session.window.free

@@ -50,6 +50,8 @@ public struct Dispatcher: Sendable {
     public internal(set) var state = PoolState.running
     /// Sessions by connection id, draining ones included.
     public internal(set) var sessions: [Int: CCSSession] = [:]
+    /// The ready connections by free window, for `bestConnection()`.
+    var connectionChoice = ConnectionChoice()
     /// When a connection of the pool last logged in (`ReconnectPolicy.age(loggedInAt:latestLoginInPool:now:)`).
     var latestLoginAt: Double?
 
@@ -201,6 +203,7 @@ public struct Dispatcher: Sendable {
         guard session.phase == .connecting else { return [] }  // drained while logging in: it takes nothing
         session.becameReady(now: now)
         sessions[id] = session
+        noteConnectionChoice(id)
         latestLoginAt = max(latestLoginAt ?? now, now)
         // The slot's failures are cleared only once this connection proves healthy (`connectionEnded`).
         var actions: [DispatcherAction] = []
