@@ -7,6 +7,7 @@ extension Dispatcher {
     /// backoff for `.refused`. ACKs still waiting for their record are not sent on it any more.
     public mutating func connectionEnded(_ id: Int, _ end: ConnectionEnd, now: Double) -> [DispatcherAction] {
         guard let session = sessions.removeValue(forKey: id) else { return [] }
+        inFlightCount -= session.window.inFlight
         var actions: [DispatcherAction] = []
         // The reason may quote the server's text: a token in it is shortened (logs, the connection event).
         let reason: String? = switch end {
@@ -51,6 +52,7 @@ extension Dispatcher {
             unmatched(messageID: messageID, on: id, actions: &actions)
             return false
         }
+        inFlightCount -= 1
         noteConnectionChoice(id)
         closeIfRetiredAndIdle(id, actions: &actions)
         return true

@@ -9,6 +9,7 @@ extension Dispatcher {
             table.setPlace(.inFlight(connection), of: handle)
             let record = table[handle]!.record
             sessions[connection]!.didSend(record.messageID, now: now)
+            inFlightCount += 1
             noteConnectionChoice(connection)
             timers.schedule(at: now + configuration.ackTimeout, .ackTimeout(record.messageID, connection: connection))
             counters.sent += 1
