@@ -52,6 +52,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     private var storeClosed = false
     private var pendingExit: DaemonLifecycle.ExitCode?
     private var reportedCounts: (outstanding: Int, inFlight: Int) = (-1, -1)
+    /// The buffer `journalText` builds each event's text in.
+    private var eventText: [UInt8] = []
     private var outletBroken = false
     /// The writer reported the store unavailable (or failed inserts) and not yet available again.
     var storeDown = false
@@ -356,19 +358,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         case .committed(let result):
             // Hand over first (journaled lines out and flushed), then release what waited (§3).
             guard !outletBroken else { return }
-            var line: [UInt8] = []
-            // The events of one commit share its time: render it once.
-            var time: (unixMillis: Int64, text: [UInt8]) = (0, [])
-            for event in result.journaled {
-                if time.text.isEmpty || time.unixMillis != event.timeUnixMillis {
-                    time.unixMillis = event.timeUnixMillis
-                    time.text.removeAll(keepingCapacity: true)
-                    Self.appendRFC3339(unixMillis: event.timeUnixMillis, to: &time.text)
-                }
-                line.removeAll(keepingCapacity: true)
-                Self.appendEventLine(event, time: time.text, to: &line)
-                outlet.append(utf8: line)
-            }
+            if !result.journaled.isEmpty { appendEventLines(result.journaled) }
             if let last = result.journaled.last {
                 guard outlet.flush() else {
                     outletFailed()
@@ -403,6 +393,33 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
     }
 
+    /// Hands the events of one commit to the outlet in one piece: every line built into one buffer.
+    private func appendEventLines(_ journaled: [JournaledEvent]) {
+        var lines: [UInt8] = []
+        var lineEnds: [Int] = []
+        lines.reserveCapacity(journaled.count * 160)
+        lineEnds.reserveCapacity(journaled.count)
+        // The events of one commit share its time: render it once.
+        var time: (unixMillis: Int64, text: [UInt8]) = (0, [])
+        for event in journaled {
+            if time.text.isEmpty || time.unixMillis != event.timeUnixMillis {
+                time.unixMillis = event.timeUnixMillis
+                time.text.removeAll(keepingCapacity: true)
+                Self.appendRFC3339(unixMillis: event.timeUnixMillis, to: &time.text)
+            }
+            Self.appendEventLine(event, time: time.text, to: &lines)
+            lineEnds.append(lines.count)
+        }
+        outlet.append(utf8Lines: lines, lineEnds: lineEnds)
+    }
+
+    /// An event's JSON object text (`DispatcherEvent.jsonObject()`), built in one buffer kept for every event.
+    func journalText(_ event: DispatcherEvent) -> String {
+        eventText.removeAll(keepingCapacity: true)
+        event.appendJSONObject(to: &eventText)
+        return String(decoding: eventText, as: UTF8.self)
+    }
+
     /// A journaled event as an events-file line: its object with `seq` and `time` appended, and a newline.
     static func eventLine(_ event: JournaledEvent) -> String {
         var out: [UInt8] = []
@@ -434,11 +451,16 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             return false
         }
         guard !complete else { return }
-        out.append(contentsOf: "\"seq\":".utf8)
+        append("\"seq\":", to: &out)
         JSONValue.append(event.seq, to: &out)
-        out.append(contentsOf: ",\"time\":\"".utf8)
+        append(",\"time\":\"", to: &out)
         out.append(contentsOf: time)
-        out.append(contentsOf: "\"}\n".utf8)
+        append("\"}\n", to: &out)
+    }
+
+    @inline(__always)
+    private static func append(_ text: StaticString, to out: inout [UInt8]) {
+        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// An event not journaled (a rejection while the store is down): its object with `time` only.
@@ -531,7 +553,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
             case .persist(let record, let line):
                 writer.enqueue(StoreBatch.Insert(record: record, line: line,
-                                                 acceptedLine: DispatcherEvent.accepted(messageID: record.messageID).jsonObject()))
+                                                 acceptedLine: journalText(.accepted(messageID: record.messageID))))
             case .record(let request) where storeDown && request.finalMessageID == nil && request.handedOverMessageID == nil:
                 // A rejection while the store cannot take writes: the submitter must learn it now (retryable),
                 // not once the disk has room again. It is written at once, not journaled (no `seq`); it
@@ -541,7 +563,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 apiRecord(request, writtenNow: true)
                 if loggedRecords.isEmpty || loggedRecords.remove(request.id) == nil { log(request.event) }
             case .record(let request):
-                writer.enqueue(StoreBatch.Record(id: request.id, line: request.event.jsonObject(),
+                writer.enqueue(StoreBatch.Record(id: request.id, line: journalText(request.event),
                                                  finalMessageID: request.finalMessageID,
                                                  handedOverMessageID: request.handedOverMessageID))
                 apiRecord(request, writtenNow: false)
