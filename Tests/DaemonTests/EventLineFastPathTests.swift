@@ -161,4 +161,70 @@ import Testing
         #expect(try String(contentsOfFile: whole, encoding: .utf8) == lines.joined())
         #expect(try String(contentsOfFile: single, encoding: .utf8) == lines.joined())
     }
+
+    static func isPlain(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { EventLine.isPlain($0) }
+    }
+
+    /// Event text through the general writer only.
+    static func generic(_ event: DispatcherEvent) -> String {
+        var bytes: [UInt8] = []
+        event.appendJSONObject(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// `accepted` and plain `acked` written straight into a string: the same text as the general writer,
+    /// for plain strings; nil (the general writer) for strings with escapes and for other shapes.
+    @Test func plainObjectsAreTheGeneralWritersText() {
+        let strings = ["", "m", "b-1", "message-id-of-sixteen", "bench-token-7-APA91bHPRgkFLJu4x", "a b:c/d_e~\u{7F}",
+                       "q\"uote", "back\\slash", "new\nline", "\u{01}", "é", "\u{FFFF}", "😀", "/topics/news"]
+        for first in strings {
+            for second in strings {
+                let cases: [(DispatcherEvent, plain: Bool)] = [
+                    (.accepted(messageID: first), Self.isPlain(first)),
+                    (.acked(messageID: first, to: second, canonicalRegistrationID: nil, group: nil),
+                     Self.isPlain(first) && Self.isPlain(second)),
+                ]
+                for (event, plain) in cases {
+                    let text = event.plainJSONObject()
+                    #expect((text != nil) == plain, "\(event)")
+                    if let text { #expect(text == Self.generic(event)) }
+                    #expect(event.jsonObject() == Self.generic(event))
+                }
+            }
+            for event in [DispatcherEvent.acked(messageID: first, to: "t", canonicalRegistrationID: "c", group: nil),
+                          .acked(messageID: first, to: "t", canonicalRegistrationID: nil,
+                                 group: GroupOutcome(success: 1, failure: 0, failedRegistrationIDs: [])),
+                          .expired(messageID: first)] {
+                #expect(event.plainJSONObject() == nil)
+                #expect(event.jsonObject() == Self.generic(event))
+            }
+        }
+    }
+
+    /// The events-file line as first written with `String` (trailing spaces and newlines dropped, `seq` and
+    /// `time` inserted before the closing brace, a text that is no object written as it is).
+    static func reference(_ event: JournaledEvent) -> String {
+        var line = event.line
+        while line.last == "\n" || line.last == " " { line.removeLast() }
+        guard line.last == "}" else { return line + "\n" }
+        line.removeLast()
+        let separator = line.hasSuffix("{") ? "" : ","
+        return line + separator + "\"seq\":\(event.seq),\"time\":\"\(CCSDaemon.rfc3339(unixMillis: event.timeUnixMillis))\"}\n"
+    }
+
+    @Test func eventFileLinesAreTheReferenceText() {
+        let lines = ["{}", "{\"a\":1}", "{\"a\":1}\n", "{\"a\":1}  \n\n", "{\"a\":1}\r\n", "{\"a\":\"é😀\"} ",
+                     "not json", "", "   ", "x}\r\n", "{\"event\":\"acked\",\"message_id\":\"m\",\"to\":\"t\"}"]
+        let seqs: [Int64] = [0, 1, 9, 10, 99, 100, 123_456_789, Int64.max, -1, Int64.min]
+        for line in lines {
+            for seq in seqs {
+                let event = JournaledEvent(seq: seq, timeUnixMillis: 1_764_504_000_123, line: line)
+                let expected = Self.reference(event)
+                #expect(CCSDaemon.eventLine(event) == expected, "\(line.debugDescription) \(seq)")
+                #expect(expected.utf8.count <= CCSDaemon.eventLineCapacity(event))
+            }
+        }
+    }
 }

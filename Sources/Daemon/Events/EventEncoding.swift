@@ -21,10 +21,56 @@ extension DispatcherEvent {
     /// The event as one JSON object (what `jsonLine()` writes, without the newline): the text the events
     /// journal keeps.
     public func jsonObject() -> String {
+        if let text = plainJSONObject() { return text }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(160)
         appendJSONObject(to: &bytes)
         return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The two events every message has, `accepted` and an `acked` with neither canonical id nor group
+    /// counts, when their strings need no escape (`EventLine.isPlain`): measured, then written straight into
+    /// the string's storage (no byte buffer in between). nil for any other event or string; then
+    /// `appendJSONObject(to:)` writes it. The text is the same (keys in the same order: tests compare them).
+    func plainJSONObject() -> String? {
+        switch self {
+        case .accepted(let messageID):
+            Self.plainObject("{\"event\":\"accepted\",\"message_id\":\"", messageID, "\"}", nil, "")
+        case .acked(let messageID, let to, nil, nil):
+            Self.plainObject("{\"event\":\"acked\",\"message_id\":\"", messageID, "\",\"to\":\"", to, "\"}")
+        default:
+            nil
+        }
+    }
+
+    /// `head first middle second tail`, or nil when `first` or `second` needs an escape.
+    private static func plainObject(_ head: StaticString, _ first: String, _ middle: StaticString, _ second: String?,
+                                    _ tail: StaticString) -> String? {
+        var first = first
+        var second = second ?? ""
+        return first.withUTF8 { first in
+            second.withUTF8 { second in
+                guard EventLine.isPlain(first), EventLine.isPlain(second) else { return nil }
+                let count = head.utf8CodeUnitCount + first.count + middle.utf8CodeUnitCount + second.count + tail.utf8CodeUnitCount
+                return String(unsafeUninitializedCapacity: count) { buffer in
+                    var at = buffer.baseAddress!
+                    func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+                        guard let source = bytes.baseAddress else { return }
+                        at.update(from: source, count: bytes.count)
+                        at += bytes.count
+                    }
+                    func put(_ text: StaticString) {
+                        put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+                    }
+                    put(head)
+                    put(first)
+                    put(middle)
+                    put(second)
+                    put(tail)
+                    return count
+                }
+            }
+        }
     }
 
     /// Appends `jsonObject()` as UTF-8 to `out` (the daemon reuses one buffer for every event it journals:

@@ -395,26 +395,31 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
 
     /// Hands the events of one commit to the outlet in one piece: every line built into one buffer.
     private func appendEventLines(_ journaled: [JournaledEvent]) {
-        var lines: [UInt8] = []
-        var lineEnds: [Int] = []
-        lines.reserveCapacity(journaled.count * 160)
-        lineEnds.reserveCapacity(journaled.count)
         // The events of one commit share its time: render it once.
         var time: (unixMillis: Int64, text: [UInt8]) = (0, [])
-        for event in journaled {
-            if time.text.isEmpty || time.unixMillis != event.timeUnixMillis {
-                time.unixMillis = event.timeUnixMillis
-                time.text.removeAll(keepingCapacity: true)
-                Self.appendRFC3339(unixMillis: event.timeUnixMillis, to: &time.text)
+        var capacity = 0
+        for event in journaled { capacity += Self.eventLineCapacity(event) }
+        var lineEnds: [Int] = []
+        lineEnds.reserveCapacity(journaled.count)
+        let lines = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, written in
+            for event in journaled {
+                if time.text.isEmpty || time.unixMillis != event.timeUnixMillis {
+                    time.unixMillis = event.timeUnixMillis
+                    time.text.removeAll(keepingCapacity: true)
+                    Self.appendRFC3339(unixMillis: event.timeUnixMillis, to: &time.text)
+                }
+                written += time.text.withUnsafeBufferPointer { time in
+                    Self.writeEventLine(event, time: time, to: buffer.baseAddress! + written)
+                }
+                lineEnds.append(written)
             }
-            Self.appendEventLine(event, time: time.text, to: &lines)
-            lineEnds.append(lines.count)
         }
         outlet.append(utf8Lines: lines, lineEnds: lineEnds)
     }
 
     /// An event's JSON object text (`DispatcherEvent.jsonObject()`), built in one buffer kept for every event.
     func journalText(_ event: DispatcherEvent) -> String {
+        if let text = event.plainJSONObject() { return text }
         eventText.removeAll(keepingCapacity: true)
         event.appendJSONObject(to: &eventText)
         return String(decoding: eventText, as: UTF8.self)
@@ -436,31 +441,69 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
 
     /// `appendEventLine(_:to:)` with the event's time already rendered (`appendRFC3339`).
     static func appendEventLine(_ event: JournaledEvent, time: [UInt8], to out: inout [UInt8]) {
+        let line = [UInt8](unsafeUninitializedCapacity: eventLineCapacity(event)) { buffer, written in
+            written = time.withUnsafeBufferPointer { time in writeEventLine(event, time: time, to: buffer.baseAddress!) }
+        }
+        out.append(contentsOf: line)
+    }
+
+    /// Room enough for `writeEventLine(event, …)`: the object, `,"seq":` and 20 digits and a sign,
+    /// `,"time":"` and the 24 bytes of the time, `"}` and the newline.
+    static func eventLineCapacity(_ event: JournaledEvent) -> Int {
+        event.line.utf8.count + 1 + 6 + 21 + 9 + 24 + 3
+    }
+
+    /// Writes the events-file line of `event` at `out` (room for `eventLineCapacity(event)` bytes, `time`
+    /// at most 24 of them) and returns how many bytes it wrote: the object with trailing spaces and newlines
+    /// removed, `seq` and `time` appended before its `}`, and a newline. A text that is not an object ends
+    /// up on its line as it is.
+    static func writeEventLine(_ event: JournaledEvent, time: UnsafeBufferPointer<UInt8>,
+                               to out: UnsafeMutablePointer<UInt8>) -> Int {
         var line = event.line
-        let complete = line.withUTF8 { bytes -> Bool in
+        return line.withUTF8 { bytes -> Int in
+            var at = out
+            func put(_ source: UnsafeBufferPointer<UInt8>) {
+                guard let base = source.baseAddress else { return }
+                at.update(from: base, count: source.count)
+                at += source.count
+            }
+            func put(_ text: StaticString) {
+                put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+            }
+            func put(_ byte: UInt8) {
+                at.pointee = byte
+                at += 1
+            }
             // Trailing newlines and spaces go (not the LF of a CR LF, which is one character).
             var end = bytes.count
             while end > 0, bytes[end - 1] == 0x20 || (bytes[end - 1] == 0x0A && !(end > 1 && bytes[end - 2] == 0x0D)) { end -= 1 }
             guard end > 0, bytes[end - 1] == UInt8(ascii: "}") else {
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<end]))
-                out.append(0x0A)
-                return true
+                put(UnsafeBufferPointer(rebasing: bytes[..<end]))
+                put(0x0A)
+                return at - out
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[..<(end - 1)]))
-            if !(end > 1 && bytes[end - 2] == UInt8(ascii: "{")) { out.append(UInt8(ascii: ",")) }
-            return false
+            put(UnsafeBufferPointer(rebasing: bytes[..<(end - 1)]))
+            if !(end > 1 && bytes[end - 2] == UInt8(ascii: "{")) { put(UInt8(ascii: ",")) }
+            put("\"seq\":")
+            // Decimal, as `String(seq)` writes it.
+            if event.seq < 0 { put(UInt8(ascii: "-")) }
+            var magnitude = event.seq.magnitude
+            var digits = 1
+            while magnitude >= 10 {
+                magnitude /= 10
+                digits += 1
+            }
+            magnitude = event.seq.magnitude
+            for index in stride(from: digits - 1, through: 0, by: -1) {
+                at[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
+                magnitude /= 10
+            }
+            at += digits
+            put(",\"time\":\"")
+            put(time)
+            put("\"}\n")
+            return at - out
         }
-        guard !complete else { return }
-        append("\"seq\":", to: &out)
-        JSONValue.append(event.seq, to: &out)
-        append(",\"time\":\"", to: &out)
-        out.append(contentsOf: time)
-        append("\"}\n", to: &out)
-    }
-
-    @inline(__always)
-    private static func append(_ text: StaticString, to out: inout [UInt8]) {
-        out.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
     }
 
     /// An event not journaled (a rejection while the store is down): its object with `time` only.
