@@ -114,6 +114,12 @@ public struct StoreBatch: Sendable, Equatable {
 
     public init() {}
 
+    /// An empty batch with room for `operations` operations (and as many progress entries) before it grows.
+    public init(reservingCapacity operations: Int) {
+        self.operations.reserveCapacity(operations)
+        progressIndex.reserveCapacity(operations)
+    }
+
     public var isEmpty: Bool { operations.isEmpty && eventCursors.isEmpty }
     public var count: Int { operations.count }
 
@@ -122,18 +128,22 @@ public struct StoreBatch: Sendable, Equatable {
         eventCursors[consumer] = max(eventCursors[consumer] ?? seq, seq)
     }
 
-    public mutating func insert(_ insert: Insert) { operations.append(.insert(insert)) }
+    public mutating func insert(_ insert: consuming Insert) { operations.append(.insert(insert)) }
 
-    public mutating func progress(_ record: MessageRecord) {
-        if let index = progressIndex[record.messageID] {
-            operations[index] = .progress(record)
-        } else {
-            progressIndex[record.messageID] = operations.count
+    public mutating func progress(_ record: consuming MessageRecord) {
+        // One hash of the message_id: the index slot is found, or made, in a single lookup.
+        let next = operations.count
+        let index = Self.value(&progressIndex[record.messageID, default: next])
+        if index == next {
             operations.append(.progress(record))
+        } else {
+            operations[index] = .progress(record)
         }
     }
 
-    public mutating func record(_ record: Record) { operations.append(.record(record)) }
+    private static func value(_ slot: inout Int) -> Int { slot }
+
+    public mutating func record(_ record: consuming Record) { operations.append(.record(record)) }
 
     /// Appends the operations of `other` after this batch's (progress still coalesced per message).
     public mutating func append(contentsOf other: StoreBatch) {

@@ -113,7 +113,7 @@ public final class StoreWriter: @unchecked Sendable {
     // MARK: - Loop side
 
     /// Queues a newly submitted message (answered in `committed(…).persisted`, or `insertsFailed`).
-    public func enqueue(_ insert: StoreBatch.Insert) {
+    public func enqueue(_ insert: consuming StoreBatch.Insert) {
         switch state {
         case .running:
             pending.insert(insert)
@@ -129,14 +129,14 @@ public final class StoreWriter: @unchecked Sendable {
     }
 
     /// Queues an event to journal (answered in `committed(…).journaled` / `recordedThrough`).
-    public func enqueue(_ record: StoreBatch.Record) {
+    public func enqueue(_ record: consuming StoreBatch.Record) {
         guard accepting else { return }
         pending.record(record)
         pendingChanged()
     }
 
     /// Queues new attempt counters of a live message (not answered; the last one per message wins).
-    public func enqueueProgress(_ record: MessageRecord) {
+    public func enqueueProgress(_ record: consuming MessageRecord) {
         guard accepting else { return }
         pending.progress(record)
         pendingChanged()
@@ -221,7 +221,8 @@ public final class StoreWriter: @unchecked Sendable {
         guard !inFlight, case .running = state, !pending.isEmpty else { return }
         guard pending.count > 0 || closeCompletion != nil else { return }
         let batch = pending
-        pending = StoreBatch()
+        // Sized like the batch it follows: a turn's operations (and the progress index) grow no storage.
+        pending = StoreBatch(reservingCapacity: min(batch.count, configuration.maxOperations))
         start(batch)
     }
 

@@ -21,7 +21,68 @@ extension DispatcherEvent {
     /// The event as one JSON object (what `jsonLine()` writes, without the newline): the text the events
     /// journal keeps.
     public func jsonObject() -> String {
+        if let text = plainJSONObject() { return text }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(160)
+        appendJSONObject(to: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The two events every message has, `accepted` and an `acked` with neither canonical id nor group
+    /// counts, when their strings need no escape (`EventLine.isPlain`): measured, then written straight into
+    /// the string's storage (no byte buffer in between). nil for any other event or string; then
+    /// `appendJSONObject(to:)` writes it. The text is the same (keys in the same order: tests compare them).
+    func plainJSONObject() -> String? {
+        switch self {
+        case .accepted(let messageID):
+            Self.plainObject("{\"event\":\"accepted\",\"message_id\":\"", messageID, "\"}", nil, "")
+        case .acked(let messageID, let to, nil, nil):
+            Self.plainObject("{\"event\":\"acked\",\"message_id\":\"", messageID, "\",\"to\":\"", to, "\"}")
+        default:
+            nil
+        }
+    }
+
+    /// `head first middle second tail`, or nil when `first` or `second` needs an escape.
+    private static func plainObject(_ head: StaticString, _ first: String, _ middle: StaticString, _ second: String?,
+                                    _ tail: StaticString) -> String? {
+        var first = first
+        var second = second ?? ""
+        return first.withUTF8 { first in
+            second.withUTF8 { second in
+                guard EventLine.isPlain(first), EventLine.isPlain(second) else { return nil }
+                let count = head.utf8CodeUnitCount + first.count + middle.utf8CodeUnitCount + second.count + tail.utf8CodeUnitCount
+                return String(unsafeUninitializedCapacity: count) { buffer in
+                    var at = buffer.baseAddress!
+                    func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+                        guard let source = bytes.baseAddress else { return }
+                        at.update(from: source, count: bytes.count)
+                        at += bytes.count
+                    }
+                    func put(_ text: StaticString) {
+                        put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+                    }
+                    put(head)
+                    put(first)
+                    put(middle)
+                    put(second)
+                    put(tail)
+                    return count
+                }
+            }
+        }
+    }
+
+    /// Appends `jsonObject()` as UTF-8 to `out` (the daemon reuses one buffer for every event it journals:
+    /// no buffer is made, grown and freed per event).
+    public func appendJSONObject(to out: inout [UInt8]) {
         var line = EventLine()
+        swap(&line.bytes, &out)
+        line.open()
+        defer {
+            line.close()
+            swap(&line.bytes, &out)
+        }
         switch self {
         case .accepted(let messageID):
             line.field("event", "accepted")
@@ -84,20 +145,28 @@ extension DispatcherEvent {
             if let reason { line.field("reason", reason) }
             line.field("state", state.rawValue)
         }
-        return line.finish()
     }
 }
 
-/// Builds one compact JSON object as UTF-8 bytes (no `String` growth); callers add keys in the order they
-/// want them written.
-private struct EventLine {
-    private var bytes: [UInt8] = [UInt8(ascii: "{")]
+/// Writes one compact JSON object as UTF-8 bytes (no `String` growth) after what `bytes` already holds;
+/// callers add keys in the order they want them written.
+struct EventLine {
+    var bytes: [UInt8] = []
+    /// Where the object's `{` is.
+    private var start = 0
 
-    init() { bytes.reserveCapacity(160) }
+    mutating func open() {
+        start = bytes.count
+        bytes.append(UInt8(ascii: "{"))
+    }
+
+    mutating func close() {
+        bytes.append(UInt8(ascii: "}"))
+    }
 
     mutating func field(_ key: StaticString, _ value: String) {
         separator(key)
-        JSONValue.writeString(value, to: &bytes)
+        Self.writeString(value, to: &bytes)
     }
 
     mutating func field(_ key: StaticString, _ value: JSONValue) {
@@ -107,15 +176,53 @@ private struct EventLine {
 
     /// Keys are plain ASCII names: written as they are, quoted.
     private mutating func separator(_ key: StaticString) {
-        if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+        if bytes.count > start + 1 { bytes.append(UInt8(ascii: ",")) }
         bytes.append(UInt8(ascii: "\""))
-        key.withUTF8Buffer { bytes.append(contentsOf: $0) }
+        bytes.append(contentsOf: UnsafeBufferPointer(start: key.utf8Start, count: key.utf8CodeUnitCount))
         bytes.append(UInt8(ascii: "\""))
         bytes.append(UInt8(ascii: ":"))
     }
 
-    consuming func finish() -> String {
-        bytes.append(UInt8(ascii: "}"))
-        return String(decoding: bytes, as: UTF8.self)
+    /// `JSONValue.writeString(_:to:)`, with a fast path for the usual message_id, token or name: printable
+    /// ASCII without `"` or `\\` is written as it is, between quotes, which is what `writeString` writes
+    /// for it. Anything else goes to `writeString` (the one rule for escaping).
+    static func writeString(_ value: String, to out: inout [UInt8]) {
+        var text = value
+        let written = text.withUTF8 { utf8 -> Bool in
+            guard isPlain(utf8) else { return false }
+            out.append(UInt8(ascii: "\""))
+            out.append(contentsOf: utf8)
+            out.append(UInt8(ascii: "\""))
+            return true
+        }
+        if !written { JSONValue.writeString(value, to: &out) }
+    }
+
+    /// True when every byte is ASCII at or above 0x20 (0x20…0x7F) other than `"` and `\\`: such text needs no
+    /// escape in JSON. Eight bytes at a time; a false answer only means the slow path.
+    static func isPlain(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
+        guard let base = utf8.baseAddress else { return true }
+        let count = utf8.count
+        var index = 0
+        let ones: UInt64 = 0x0101_0101_0101_0101
+        let highs: UInt64 = 0x8080_8080_8080_8080
+        while index + 8 <= count {
+            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
+            // A byte ≥ 0x80; a byte < 0x20 (exact once no byte is ≥ 0x80); a zero byte after XOR with `"` or `\\`.
+            let nonASCII = word & highs
+            let control = (word &- ones &* 0x20) & ~word & highs
+            let quoted = word ^ (ones &* 0x22)
+            let backslashed = word ^ (ones &* 0x5C)
+            let quote = (quoted &- ones) & ~quoted & highs
+            let backslash = (backslashed &- ones) & ~backslashed & highs
+            if nonASCII | control | quote | backslash != 0 { return false }
+            index += 8
+        }
+        while index < count {
+            let byte = base[index]
+            if byte < 0x20 || byte >= 0x80 || byte == 0x22 || byte == 0x5C { return false }
+            index += 1
+        }
+        return true
     }
 }

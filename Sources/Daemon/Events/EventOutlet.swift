@@ -44,6 +44,12 @@ public final class EventOutlet: @unchecked Sendable {
         if buffer.count >= 64 * 1024 { flush() }
     }
 
+    /// Buffers the lines of one commit in one piece (`EventSink.append(utf8Lines:lineEnds:)`).
+    public func append(utf8Lines bytes: [UInt8], lineEnds: [Int]) {
+        buffer.append(contentsOf: bytes)
+        if buffer.count >= 64 * 1024 { flush() }
+    }
+
     /// Writes all buffered events (blocking until the descriptor takes them).
     /// - Returns: false when they could not all be written; `failure` says why. The daemon then stops,
     ///   since it can no longer hand anything over.

@@ -164,7 +164,8 @@ extension CCSDaemon {
     /// found by the store, a failed insert) now waits for this record; one written at once (the store is
     /// down) is answered now.
     func apiRecord(_ request: RecordRequest, writtenNow: Bool) {
-        if api.awaitingRecord[request.id] == nil, case .rejected(let messageID?, _, _, _, _, _) = request.event,
+        // The tag first: most records are not rejections and touch neither map.
+        if case .rejected(let messageID?, _, _, _, _, _) = request.event, api.awaitingRecord[request.id] == nil,
            let waiting = api.awaitingInsert.removeValue(forKey: messageID), let result = Self.rejection(request.event) {
             api.awaitingRecord[request.id] = (waiting.ticket, waiting.index, result)
         }

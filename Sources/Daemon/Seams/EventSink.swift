@@ -5,6 +5,10 @@ public protocol EventSink: AnyObject {
     func append(_ line: String)
     /// Buffers one line given as UTF-8 bytes (with its trailing newline); see the extension's default.
     func append(utf8 line: [UInt8])
+    /// Buffers several lines at once: `bytes` holds them back to back, each with its trailing newline, and
+    /// `lineEnds` the offset just past each line's newline, in order (the last is `bytes.count`).
+    /// See the extension's default.
+    func append(utf8Lines bytes: [UInt8], lineEnds: [Int])
     /// Writes everything buffered.
     /// - Returns: false when it could not all be written; `failure` says why. The daemon then stops
     ///   (exit 4), since it can hand nothing more over.
@@ -16,6 +20,15 @@ public protocol EventSink: AnyObject {
 extension EventSink {
     /// Default: the bytes as text, through `append(_:)`.
     public func append(utf8 line: [UInt8]) { append(String(decoding: line, as: UTF8.self)) }
+
+    /// Default: each line through `append(utf8:)`, in order.
+    public func append(utf8Lines bytes: [UInt8], lineEnds: [Int]) {
+        var start = 0
+        for end in lineEnds {
+            append(utf8: Array(bytes[start..<end]))
+            start = end
+        }
+    }
 }
 
 extension EventOutlet: EventSink {}
