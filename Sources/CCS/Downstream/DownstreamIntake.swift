@@ -19,6 +19,19 @@ public enum DownstreamIntake {
     ///   - now: the clock reading used to turn `apns-expiration` (an absolute time) into a time_to_live.
     /// - Returns: the message, or the first `ValidationError`; field "" when the line is not a JSON object.
     public static func parse(line: Data, now: Date) -> Result<DownstreamMessage, ValidationError> {
+        if let message = line.withUnsafeBytes({ parseCommonShape($0) }) { return .success(message) }
+        return parseFully(line: line, now: now)
+    }
+
+    /// `parse(line:now:)` over the line's bytes, which are copied into a `Data` only when the line is not
+    /// of the common shape (`parseCommonShape`).
+    public static func parse(utf8 line: [UInt8], now: Date) -> Result<DownstreamMessage, ValidationError> {
+        if let message = line.withUnsafeBytes({ parseCommonShape($0) }) { return .success(message) }
+        return parseFully(line: Data(line), now: now)
+    }
+
+    /// `parse(line:now:)` without the shortcut of `parseCommonShape`: the source of every error text.
+    static func parseFully(line: Data, now: Date) -> Result<DownstreamMessage, ValidationError> {
         // The raw line is never echoed: it may hold a registration token.
         let value: JSONValue
         var unrepresentable: [JSONTokenScan.Token] = []

@@ -23,28 +23,35 @@ public struct DownstreamMessage: Sendable, Equatable {
     /// The 4-week default of `time_to_live`, in seconds, and its maximum.
     public static let maximumTimeToLive = 2_419_200
 
-    public var target: Target
+    public var target: Target { didSet { encoded = nil } }
     /// `message_id`: non-empty, unique per sender ID, reused unchanged on resend; nil until assigned.
-    public var messageID: String?
+    public var messageID: String? { didSet { encoded = nil } }
     /// `collapse_key`.
-    public var collapseKey: String?
+    public var collapseKey: String? { didSet { encoded = nil } }
     /// `priority`.
-    public var priority: Priority?
+    public var priority: Priority? { didSet { encoded = nil } }
     /// `content_available` (APNs content-available).
-    public var contentAvailable: Bool?
+    public var contentAvailable: Bool? { didSet { encoded = nil } }
     /// `mutable_content` (APNs mutable-content).
-    public var mutableContent: Bool?
+    public var mutableContent: Bool? { didSet { encoded = nil } }
     /// `time_to_live` in seconds, 0…2419200; nil = absent (CCS default 4 weeks); 0 is explicit.
-    public var timeToLive: Int?
+    public var timeToLive: Int? { didSet { encoded = nil } }
     /// `dry_run`.
-    public var dryRun: Bool?
+    public var dryRun: Bool? { didSet { encoded = nil } }
     /// `delivery_receipt_requested`.
-    public var deliveryReceiptRequested: Bool?
+    public var deliveryReceiptRequested: Bool? { didSet { encoded = nil } }
     /// `data`: string keys to string values.
-    public var data: [String: String]?
+    public var data: [String: String]? { didSet { encoded = nil } }
     /// `notification`, exactly as written: string values, `*_loc_args` as an array of strings or a string
     /// holding one, `badge` as a string or integer. Keys: see `DownstreamMessage.notificationKeys`.
-    public var notification: [String: JSONValue]?
+    public var notification: [String: JSONValue]? { didSet { encoded = nil } }
+    /// `jsonUTF8()` as intake wrote it from the line (`DownstreamIntake.parseCommonShape`); dropped when any
+    /// field changes. A cache of what the fields say, so never part of equality.
+    var encoded: EncodedJSON? {
+        get { cache.json }
+        set { cache.json = newValue }
+    }
+    private var cache = EncodedJSON.Cache()
 
     public init(
         target: Target,
@@ -76,6 +83,7 @@ public struct DownstreamMessage: Sendable, Equatable {
     public func withMessageID(_ messageID: String) -> DownstreamMessage {
         var copy = self
         copy.messageID = messageID
+        if self.messageID == nil, let encoded { copy.encoded = encoded.inserting(messageID: messageID) }
         return copy
     }
 
@@ -132,6 +140,7 @@ extension DownstreamMessage {
 
     /// `jsonString()` as UTF-8 bytes, written straight into a byte buffer (no `String` growth).
     public func jsonUTF8() -> [UInt8] {
+        if let encoded { return encoded.bytes }
         var out: [UInt8] = []
         out.reserveCapacity(256)
         JSONValue.append("{", to: &out)
@@ -187,5 +196,35 @@ extension DownstreamMessage {
         }
         JSONValue.append("}", to: &out)
         return out
+    }
+}
+
+/// The compact JSON of a message (`DownstreamMessage.jsonUTF8()`), kept with the message when intake wrote it
+/// straight from the line's tokens, so that it is written once.
+struct EncodedJSON: Sendable {
+    /// The text, exactly as `jsonUTF8()` writes it from the fields.
+    var bytes: [UInt8]
+    /// Where `,"message_id":…` goes (just after the target member) when the message has no message_id.
+    var messageIDOffset: Int
+
+    /// The text with `messageID` as the message's message_id, where `jsonUTF8()` writes it; for a message
+    /// that had none.
+    func inserting(messageID: String) -> EncodedJSON {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + messageID.utf8.count + 16)
+        bytes.withUnsafeBufferPointer { text in
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: text[..<messageIDOffset]))
+            JSONValue.append(",\"message_id\":", to: &out)
+            JSONValue.writeString(messageID, to: &out)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: text[messageIDOffset...]))
+        }
+        return EncodedJSON(bytes: out, messageIDOffset: messageIDOffset)
+    }
+
+    /// Where a message keeps its `EncodedJSON`: always equal, as it is a cache of what the message's fields
+    /// say, which equality compares.
+    struct Cache: Sendable, Equatable {
+        var json: EncodedJSON?
+        static func == (lhs: Cache, rhs: Cache) -> Bool { true }
     }
 }
