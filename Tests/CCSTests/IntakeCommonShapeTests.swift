@@ -25,6 +25,12 @@ import Testing
         #expect(assigned == assignedReference, "\(comment): assigned", sourceLocation: sourceLocation)
         #expect(assigned.jsonUTF8() == assignedReference.jsonUTF8(),
                 "\(comment): assigned: \(assigned.jsonString()) vs \(assignedReference.jsonString())", sourceLocation: sourceLocation)
+        // A field changed afterwards: the text is dropped, `data` (kept in the text until then) is not.
+        var changed = message, changedReference = reference
+        changed.dryRun = !(message.dryRun ?? false)
+        changedReference.dryRun = !(reference.dryRun ?? false)
+        #expect(changed.encoded == nil && changed.data == reference.data, "\(comment): changed", sourceLocation: sourceLocation)
+        #expect(changed.jsonUTF8() == changedReference.jsonUTF8(), "\(comment): changed", sourceLocation: sourceLocation)
         return message.encoded != nil
     }
 

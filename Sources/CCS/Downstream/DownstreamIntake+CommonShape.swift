@@ -158,38 +158,41 @@ extension DownstreamIntake {
         if let deliveryReceiptRequested {
             JSONValue.append(deliveryReceiptRequested ? ",\"delivery_receipt_requested\":true" : ",\"delivery_receipt_requested\":false", to: &out)
         }
+        var dataRange: Range<Int>?
         if at[Field.data] != 0 {
             JSONValue.append(",\"data\":", to: &out)
             let start = out.count
-            guard let data = readData(tokens, at: at[Field.data], to: &out) else { return nil }
+            guard writeData(tokens, at: at[Field.data], to: &out) else { return nil }
             // What `jsonUTF8()` writes for `data` is at least `payloadByteCount` (it writes U+FFFE and U+FFFF
             // as 6-byte escapes, which count 3): within the limit, the full path's count is too; above it,
             // the full path decides.
             let limit = message.isTopicOrCondition ? DownstreamMessage.maximumTopicPayloadBytes : DownstreamMessage.maximumPayloadBytes
             guard out.count - start <= limit else { return nil }
-            message.data = data
+            dataRange = start..<out.count
         }
         JSONValue.append("}", to: &out)
-        message.encoded = EncodedJSON(bytes: out, messageIDOffset: messageIDOffset)
+        // `data` stays in the text (the message reads it from there when asked): no dictionary per message.
+        message.encoded = EncodedJSON(bytes: out, messageIDOffset: messageIDOffset, dataRange: dataRange)
         return message
     }
 
-    /// `data` at token `at`: an object of ASCII keys (so that bytes order and compare them as `String` does),
-    /// none reserved nor repeated, to strings; written to `out` with its keys sorted, as `jsonUTF8()` does.
-    private static func readData(_ tokens: UnsafeBufferPointer<ccsd_json_token>, at: Int, to out: inout [UInt8]) -> [String: String]? {
+    /// Writes `data` at token `at` to `out` with its keys sorted, as `jsonUTF8()` does, when it is an object
+    /// of ASCII keys (so that bytes order and compare them as `String` does), none reserved nor repeated, to
+    /// strings; false otherwise.
+    private static func writeData(_ tokens: UnsafeBufferPointer<ccsd_json_token>, at: Int, to out: inout [UInt8]) -> Bool {
         let object = tokens[at]
-        guard kind(object, CCSD_JSON_OBJECT) else { return nil }
+        guard kind(object, CCSD_JSON_OBJECT) else { return false }
         let count = (Int(object.end) - at - 1) / 2  // key, string value: other values are declined below
-        return withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { keys -> [String: String]? in
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { keys -> Bool in
             var index = at + 1
             for slot in 0..<count {
                 let key = tokens[index]
-                guard index + 1 < Int(object.end), kind(tokens[index + 1], CCSD_JSON_STRING) else { return nil }
-                guard bytes(key).allSatisfy({ $0 < 0x80 }) else { return nil }
+                guard index + 1 < Int(object.end), kind(tokens[index + 1], CCSD_JSON_STRING) else { return false }
+                guard bytes(key).allSatisfy({ $0 < 0x80 }) else { return false }
                 keys[slot] = index
                 index += 2
             }
-            guard index == Int(object.end) else { return nil }
+            guard index == Int(object.end) else { return false }
             // Insertion sort by key bytes: a handful of keys, no allocation.
             func less(_ a: Int, _ b: Int) -> Bool {
                 let x = tokens[a], y = tokens[b]
@@ -206,24 +209,20 @@ extension DownstreamIntake {
                 }
                 keys[j] = key
             }
-            var data: [String: String] = [:]
-            data.reserveCapacity(count)
             out.append(UInt8(ascii: "{"))
             for slot in 0..<count {
                 let key = keys[slot]
                 if slot > 0 {
-                    guard less(keys[slot - 1], key) else { return nil }  // a repeated key: the full path decides
+                    guard less(keys[slot - 1], key) else { return false }  // a repeated key: the full path decides
                     out.append(UInt8(ascii: ","))
                 }
-                let name = JSONFrontDoor.text(tokens[key])
-                guard !isReservedDataKey(name) else { return nil }
+                guard !isReservedDataKey(JSONFrontDoor.text(tokens[key])) else { return false }
                 JSONValue.writeString(utf8: bytes(tokens[key]), to: &out)
                 out.append(UInt8(ascii: ":"))
                 JSONValue.writeString(utf8: bytes(tokens[key + 1]), to: &out)
-                data[name] = JSONFrontDoor.text(tokens[key + 1])
             }
             out.append(UInt8(ascii: "}"))
-            return data
+            return true
         }
     }
 }
