@@ -6,7 +6,8 @@ import Foundation
 /// Accepts the legacy XMPP JSON object, or FCM's v1 request shape `{"message": {…}}` (optionally with
 /// `"validate_only"`), which is translated (see `translateV1(_:now:)` and docs/v1-mapping.md).
 public enum DownstreamIntake {
-    /// Parses, translates when v1-shaped, and validates one line.
+    /// Parses, translates when v1-shaped, and validates one line. The common legacy message takes a shortcut
+    /// (`parseCommonShape`) that gives the same result; everything else, and every error, comes from the full path.
     ///
     /// What Foundation refuses is still reported by field where possible: a lone surrogate escape reads as
     /// U+FFFD; a number no Double holds (`1e400`) reads as null, so that its field's own rule names it (or,
