@@ -8,6 +8,11 @@ extension XMLWriter {
         s.withUTF8 { appendEscaped($0, inAttribute: false, to: &out) }
     }
 
+    /// `appendEscapedText(_:to:)` over valid UTF-8 bytes.
+    public static func appendEscapedText(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
+        appendEscaped(bytes, inAttribute: false, to: &out)
+    }
+
     /// Appends `s` as the value of a quoted attribute: the same bytes `appendEscapedAttribute(_:to:)`
     /// appends to a `String` (XML 1.0 §2.3, §3.3.3).
     public static func appendEscapedAttribute(_ s: String, to out: inout [UInt8]) {
@@ -27,7 +32,17 @@ extension XMLWriter {
         let end = bytes.count
         var runStart = 0
         var index = 0
+        var checkedTo = 0  // bytes before this were seen by the word test below and need a closer look
         while index < end {
+            if index >= checkedTo, end - index >= 8 {
+                // Eight bytes at a time: none of them may need a replacement (the usual case) is one test.
+                let word = UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self)
+                if !mayNeedReplacement(word, inAttribute: inAttribute) {
+                    index += 8
+                    continue
+                }
+                checkedTo = index + 8
+            }
             let byte = bytes[index]
             // Bytes below 0x40 that may need a replacement are the bits of `special`; above, only 0xEF
             // (which leads U+FFFE and U+FFFF).
@@ -69,5 +84,18 @@ extension XMLWriter {
             runStart = next
         }
         out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<end]))
+    }
+
+    /// Whether any of the eight bytes of `word` is one `appendEscaped` looks at (a C0 control, `&`, `<`, `>`,
+    /// 0xEF, and in an attribute `"` `'`): the zero-byte test on `word` XOR each byte value. Never false
+    /// when one is; may be true when none is (then the bytes are looked at one by one).
+    private static func mayNeedReplacement(_ word: UInt64, inAttribute: Bool) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZero(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+        let below20 = (word &- ones &* 0x20) & ~word & highs
+        var found = below20 | hasZero(word ^ (ones &* 0x26)) | hasZero(word ^ (ones &* 0x3C)) | hasZero(word ^ (ones &* 0x3E))
+            | hasZero(word ^ (ones &* 0xEF))
+        if inAttribute { found |= hasZero(word ^ (ones &* 0x22)) | hasZero(word ^ (ones &* 0x27)) }
+        return found != 0
     }
 }

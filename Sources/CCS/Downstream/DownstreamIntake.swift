@@ -6,7 +6,8 @@ import Foundation
 /// Accepts the legacy XMPP JSON object, or FCM's v1 request shape `{"message": {…}}` (optionally with
 /// `"validate_only"`), which is translated (see `translateV1(_:now:)` and docs/v1-mapping.md).
 public enum DownstreamIntake {
-    /// Parses, translates when v1-shaped, and validates one line.
+    /// Parses, translates when v1-shaped, and validates one line. The common legacy message takes a shortcut
+    /// (`parseCommonShape`) that gives the same result; everything else, and every error, comes from the full path.
     ///
     /// What Foundation refuses is still reported by field where possible: a lone surrogate escape reads as
     /// U+FFFD; a number no Double holds (`1e400`) reads as null, so that its field's own rule names it (or,
@@ -19,6 +20,19 @@ public enum DownstreamIntake {
     ///   - now: the clock reading used to turn `apns-expiration` (an absolute time) into a time_to_live.
     /// - Returns: the message, or the first `ValidationError`; field "" when the line is not a JSON object.
     public static func parse(line: Data, now: Date) -> Result<DownstreamMessage, ValidationError> {
+        if let message = line.withUnsafeBytes({ parseCommonShape($0) }) { return .success(message) }
+        return parseFully(line: line, now: now)
+    }
+
+    /// `parse(line:now:)` over the line's bytes, which are copied into a `Data` only when the line is not
+    /// of the common shape (`parseCommonShape`).
+    public static func parse(utf8 line: [UInt8], now: Date) -> Result<DownstreamMessage, ValidationError> {
+        if let message = line.withUnsafeBytes({ parseCommonShape($0) }) { return .success(message) }
+        return parseFully(line: Data(line), now: now)
+    }
+
+    /// `parse(line:now:)` without the shortcut of `parseCommonShape`: the source of every error text.
+    static func parseFully(line: Data, now: Date) -> Result<DownstreamMessage, ValidationError> {
         // The raw line is never echoed: it may hold a registration token.
         let value: JSONValue
         var unrepresentable: [JSONTokenScan.Token] = []

@@ -74,7 +74,7 @@ extension DownstreamIntake {
             }
             // The message_id is also the stanza's id attribute (ccs-protocol.md §2), and XML 1.0 §2.2 cannot
             // carry C0 control characters: refuse them rather than send an id CCS would echo back altered.
-            guard !id.unicodeScalars.contains(where: { $0.value < 0x20 || $0.value == 0x7F }) else {
+            guard !hasControlCharacter(id) else {
                 throw ValidationError(code: .messageID, field: "message_id",
                                       rule: "must not contain control characters (U+0000-U+001F, U+007F)", value: ValidationError.render(value))
             }
@@ -141,7 +141,11 @@ extension DownstreamIntake {
     }
 
     static func validateTarget(_ object: [String: JSONValue]) throws(ValidationError) -> DownstreamMessage.Target {
-        let to = object["to"], condition = object["condition"]
+        try validateTarget(to: object["to"], condition: object["condition"])
+    }
+
+    /// The target rule on the values of `to` and `condition` (nil when absent).
+    static func validateTarget(to: JSONValue?, condition: JSONValue?) throws(ValidationError) -> DownstreamMessage.Target {
         switch (to, condition) {
         case (let to?, nil):
             guard case .string(let text) = to else {
@@ -167,6 +171,17 @@ extension DownstreamIntake {
                 code: .targetCount, field: "to",
                 rule: "a message needs exactly one of 'to' or 'condition'" + (to == nil ? ", and has neither" : ", and has both"))
         }
+    }
+
+    /// True when `text` holds a C0 control character or DEL (U+0000-U+001F, U+007F), which a message_id
+    /// must not: checked on the UTF-8 bytes, where no byte of a longer sequence is below 0x80.
+    static func hasControlCharacter(_ text: String) -> Bool {
+        var text = text
+        return text.withUTF8 { hasControlCharacter(UnsafeRawBufferPointer($0)) }
+    }
+
+    static func hasControlCharacter(_ utf8: UnsafeRawBufferPointer) -> Bool {
+        utf8.contains { $0 < 0x20 || $0 == 0x7F }
     }
 
     static func boolean(_ object: [String: JSONValue], _ key: String) throws(ValidationError) -> Bool? {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A downstream message in the legacy XMPP JSON shape of ccs-protocol.md §3 (the FCM XMPP server reference).
 ///
 /// Build one with `DownstreamIntake` (which validates) or directly and then call `validate()`.
@@ -23,28 +25,62 @@ public struct DownstreamMessage: Sendable, Equatable {
     /// The 4-week default of `time_to_live`, in seconds, and its maximum.
     public static let maximumTimeToLive = 2_419_200
 
-    public var target: Target
+    public var target: Target { didSet { dropEncoded() } }
     /// `message_id`: non-empty, unique per sender ID, reused unchanged on resend; nil until assigned.
-    public var messageID: String?
+    public var messageID: String? {
+        get { storedMessageID }
+        set {
+            storedMessageID = newValue
+            dropEncoded()
+        }
+    }
+    private var storedMessageID: String?
     /// `collapse_key`.
-    public var collapseKey: String?
+    public var collapseKey: String? { didSet { dropEncoded() } }
     /// `priority`.
-    public var priority: Priority?
+    public var priority: Priority? { didSet { dropEncoded() } }
     /// `content_available` (APNs content-available).
-    public var contentAvailable: Bool?
+    public var contentAvailable: Bool? { didSet { dropEncoded() } }
     /// `mutable_content` (APNs mutable-content).
-    public var mutableContent: Bool?
+    public var mutableContent: Bool? { didSet { dropEncoded() } }
     /// `time_to_live` in seconds, 0…2419200; nil = absent (CCS default 4 weeks); 0 is explicit.
-    public var timeToLive: Int?
+    public var timeToLive: Int? { didSet { dropEncoded() } }
     /// `dry_run`.
-    public var dryRun: Bool?
+    public var dryRun: Bool? { didSet { dropEncoded() } }
     /// `delivery_receipt_requested`.
-    public var deliveryReceiptRequested: Bool?
+    public var deliveryReceiptRequested: Bool? { didSet { dropEncoded() } }
     /// `data`: string keys to string values.
-    public var data: [String: String]?
+    public var data: [String: String]? {
+        get { encoded?.dataRange != nil ? encoded!.data() : storedData }
+        set {
+            storedData = newValue
+            encoded = nil
+        }
+    }
+    /// `data` unless it is still only in `encoded` (`EncodedJSON.dataRange`), read from there when asked for.
+    private var storedData: [String: String]?
     /// `notification`, exactly as written: string values, `*_loc_args` as an array of strings or a string
     /// holding one, `badge` as a string or integer. Keys: see `DownstreamMessage.notificationKeys`.
-    public var notification: [String: JSONValue]?
+    public var notification: [String: JSONValue]? { didSet { dropEncoded() } }
+    /// `jsonUTF8()` as intake wrote it from the line (`DownstreamIntake.parseCommonShape`), with `data` only
+    /// there until asked for; dropped (`data` read out first) when any field changes. Never part of equality.
+    var encoded: EncodedJSON?
+
+    /// Forgets `encoded`, keeping `data` when it was only there.
+    private mutating func dropEncoded() {
+        guard let encoded else { return }
+        if encoded.dataRange != nil { storedData = encoded.data() }
+        self.encoded = nil
+    }
+
+    /// Equal when every field is (`data` compared as read, wherever it is kept).
+    public static func == (lhs: DownstreamMessage, rhs: DownstreamMessage) -> Bool {
+        lhs.target == rhs.target && lhs.messageID == rhs.messageID && lhs.collapseKey == rhs.collapseKey
+            && lhs.priority == rhs.priority && lhs.contentAvailable == rhs.contentAvailable
+            && lhs.mutableContent == rhs.mutableContent && lhs.timeToLive == rhs.timeToLive && lhs.dryRun == rhs.dryRun
+            && lhs.deliveryReceiptRequested == rhs.deliveryReceiptRequested && lhs.data == rhs.data
+            && lhs.notification == rhs.notification
+    }
 
     public init(
         target: Target,
@@ -60,7 +96,7 @@ public struct DownstreamMessage: Sendable, Equatable {
         notification: [String: JSONValue]? = nil
     ) {
         self.target = target
-        self.messageID = messageID
+        self.storedMessageID = messageID
         self.collapseKey = collapseKey
         self.priority = priority
         self.contentAvailable = contentAvailable
@@ -68,14 +104,19 @@ public struct DownstreamMessage: Sendable, Equatable {
         self.timeToLive = timeToLive
         self.dryRun = dryRun
         self.deliveryReceiptRequested = deliveryReceiptRequested
-        self.data = data
+        self.storedData = data
         self.notification = notification
     }
 
     /// A copy with `message_id` set (the daemon assigns one when the app gave none).
     public func withMessageID(_ messageID: String) -> DownstreamMessage {
         var copy = self
-        copy.messageID = messageID
+        if self.messageID == nil, let encoded {
+            copy.storedMessageID = messageID  // the text stays, with the message_id written in
+            copy.encoded = encoded.inserting(messageID: messageID)
+        } else {
+            copy.messageID = messageID
+        }
         return copy
     }
 
@@ -132,6 +173,7 @@ extension DownstreamMessage {
 
     /// `jsonString()` as UTF-8 bytes, written straight into a byte buffer (no `String` growth).
     public func jsonUTF8() -> [UInt8] {
+        if let encoded { return encoded.bytes }
         var out: [UInt8] = []
         out.reserveCapacity(256)
         JSONValue.append("{", to: &out)
@@ -187,5 +229,45 @@ extension DownstreamMessage {
         }
         JSONValue.append("}", to: &out)
         return out
+    }
+}
+
+/// The compact JSON of a message (`DownstreamMessage.jsonUTF8()`), kept with the message when intake wrote it
+/// straight from the line's tokens, so that it is written once.
+struct EncodedJSON: Sendable {
+    /// The text, exactly as `jsonUTF8()` writes it from the fields.
+    var bytes: [UInt8]
+    /// Where `,"message_id":…` goes (just after the target member) when the message has no message_id.
+    var messageIDOffset: Int
+    /// Where the `data` object is in `bytes` (`{…}`) while the message keeps `data` only here; nil when the
+    /// message has no `data` or keeps it in its field.
+    var dataRange: Range<Int>?
+
+    /// The `data` object at `dataRange`, read back (keys and values as written by `JSONValue.writeString`).
+    func data() -> [String: String]? {
+        guard let dataRange else { return nil }
+        guard case .object(let object)? = try? JSONValue.parse(Data(bytes[dataRange])) else {
+            preconditionFailure("the data ccsd wrote does not read back")
+        }
+        return object.mapValues { value in
+            guard case .string(let text) = value else { preconditionFailure("a data value ccsd wrote is not a string") }
+            return text
+        }
+    }
+
+    /// The text with `messageID` as the message's message_id, where `jsonUTF8()` writes it; for a message
+    /// that had none.
+    func inserting(messageID: String) -> EncodedJSON {
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count + messageID.utf8.count + 16)
+        bytes.withUnsafeBufferPointer { text in
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: text[..<messageIDOffset]))
+            JSONValue.append(",\"message_id\":", to: &out)
+            JSONValue.writeString(messageID, to: &out)
+            out.append(contentsOf: UnsafeBufferPointer(rebasing: text[messageIDOffset...]))
+        }
+        let shift = out.count - bytes.count
+        return EncodedJSON(bytes: out, messageIDOffset: messageIDOffset,
+                           dataRange: dataRange.map { $0.lowerBound + shift..<$0.upperBound + shift })
     }
 }

@@ -121,7 +121,7 @@ public enum JSONFrontDoor {
     }
 
     /// Runs `body` over the tokens of `bytes`; nil when simdjson refuses the text (or memory runs out).
-    private static func withTokens<Result>(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeBufferPointer<ccsd_json_token>) -> Result?) -> Result? {
+    static func withTokens<Result>(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeBufferPointer<ccsd_json_token>) -> Result?) -> Result? {
         guard let parser = pool.withLock({ $0.popLast() }) ?? ccsd_json_parser_new(maxDepth).map(Parser.init) else { return nil }
         defer {
             let kept = pool.withLock { pool in
@@ -178,43 +178,45 @@ public enum JSONFrontDoor {
     /// A plain integer (`0`, `-?[1-9][0-9]{0,17}`) as `.int`; any other number text read alone by Foundation,
     /// as the whole text would have been; nil when Foundation refuses it (the whole text is then declined).
     fileprivate static func number(_ token: ccsd_json_token) -> JSONValue? {
+        if let value = plainInteger(token) { return .int(value) }
         let bytes = UnsafeRawBufferPointer(start: token.text, count: Int(token.length))
-        var index = 0
-        let negative = bytes.first == UInt8(ascii: "-")
-        if negative { index = 1 }
-        let digits = bytes.count - index
-        if digits >= 1, digits <= 18, bytes[index] != UInt8(ascii: "0") || (digits == 1 && !negative) {
-            var value: Int64 = 0
-            var plain = true
-            for byte in bytes[index...] {
-                guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else {
-                    plain = false
-                    break
-                }
-                value = value * 10 + Int64(byte - UInt8(ascii: "0"))
-            }
-            if plain { return .int(negative ? -value : value) }
-        }
         guard let object = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]),
               !(object is String), !(object is NSNull) else { return nil }
         return JSONValue(foundation: object)
     }
 
+    /// The value of a number token that is a plain integer (`0`, `-?[1-9][0-9]{0,17}`), which `number`
+    /// reads as `.int`; nil for any other number text.
+    static func plainInteger(_ token: ccsd_json_token) -> Int64? {
+        let bytes = UnsafeRawBufferPointer(start: token.text, count: Int(token.length))
+        var index = 0
+        let negative = bytes.first == UInt8(ascii: "-")
+        if negative { index = 1 }
+        let digits = bytes.count - index
+        guard digits >= 1, digits <= 18, bytes[index] != UInt8(ascii: "0") || (digits == 1 && !negative) else { return nil }
+        var value: Int64 = 0
+        for byte in bytes[index...] {
+            guard byte >= UInt8(ascii: "0"), byte <= UInt8(ascii: "9") else { return nil }
+            value = value * 10 + Int64(byte - UInt8(ascii: "0"))
+        }
+        return negative ? -value : value
+    }
+
     /// The token's text (unescaped and UTF-8-checked by simdjson).
-    fileprivate static func text(_ token: ccsd_json_token) -> String {
+    static func text(_ token: ccsd_json_token) -> String {
         String(decoding: UnsafeRawBufferPointer(start: token.text, count: Int(token.length)), as: UTF8.self)
     }
 
-    fileprivate static func isASCII(_ token: ccsd_json_token) -> Bool {
+    static func isASCII(_ token: ccsd_json_token) -> Bool {
         UnsafeRawBufferPointer(start: token.text, count: Int(token.length)).allSatisfy { $0 < 0x80 }
     }
 
-    fileprivate static func sameText(_ a: ccsd_json_token, _ b: ccsd_json_token) -> Bool {
+    static func sameText(_ a: ccsd_json_token, _ b: ccsd_json_token) -> Bool {
         a.length == b.length && (a.length == 0 || memcmp(a.text, b.text, Int(a.length)) == 0)
     }
 
     /// The index just past the value starting at `index`.
-    fileprivate static func next(_ tokens: UnsafeBufferPointer<ccsd_json_token>, after index: Int) -> Int {
+    static func next(_ tokens: UnsafeBufferPointer<ccsd_json_token>, after index: Int) -> Int {
         let kind = UInt32(tokens[index].kind)
         return kind == CCSD_JSON_OBJECT.rawValue || kind == CCSD_JSON_ARRAY.rawValue ? Int(tokens[index].end) : index + 1
     }

@@ -54,7 +54,17 @@ extension JSONValue {
         let end = bytes.count
         var runStart = 0
         var index = 0
+        var checkedTo = 0  // bytes before this were seen by the word test below and need a closer look
         while index < end {
+            if index >= checkedTo, end - index >= 8 {
+                // Eight bytes at a time: none of them may need an escape (the usual case) is one test.
+                let word = UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self)
+                if !mayNeedEscape(word) {
+                    index += 8
+                    continue
+                }
+                checkedTo = index + 8
+            }
             let byte = bytes[index]
             if byte >= 0x20 && byte != 0x22 && byte != 0x5C && byte != 0xEF {
                 index += 1
@@ -92,6 +102,16 @@ extension JSONValue {
         }
         out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<end]))
         out.append(UInt8(ascii: "\""))
+    }
+
+    /// Whether any of the eight bytes of `word` is one `writeString` looks at (a C0 control, `"`, `\`, 0xEF):
+    /// the zero-byte test on `word` XOR each byte value. Never false when one is; may be true when none is
+    /// (then the bytes are looked at one by one).
+    private static func mayNeedEscape(_ word: UInt64) -> Bool {
+        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
+        func hasZero(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
+        let below20 = (word &- ones &* 0x20) & ~word & highs
+        return below20 | hasZero(word ^ (ones &* 0x22)) | hasZero(word ^ (ones &* 0x5C)) | hasZero(word ^ (ones &* 0xEF)) != 0
     }
 
     /// Appends the ASCII of a static text.

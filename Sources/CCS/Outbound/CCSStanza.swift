@@ -22,12 +22,18 @@ public enum CCSStanza {
     /// `downstream(messageID:json:)` as UTF-8 bytes, escaped straight into a byte buffer: what
     /// `MessageRecord.stanza` holds, built once at intake and written as is on every send.
     public static func downstreamUTF8(messageID: String, json: String) -> [UInt8] {
+        var json = json
+        return json.withUTF8 { downstreamUTF8(messageID: messageID, jsonUTF8: $0) }
+    }
+
+    /// `downstreamUTF8(messageID:json:)` from the JSON's UTF-8 bytes (valid UTF-8).
+    public static func downstreamUTF8(messageID: String, jsonUTF8 json: UnsafeBufferPointer<UInt8>) -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(json.utf8.count + messageID.utf8.count + 96)
+        out.reserveCapacity(json.count + messageID.utf8.count + 96)
         append("<message id=\"", to: &out)
         XMLWriter.appendEscapedAttribute(messageID, to: &out)
         append("\"><gcm xmlns=\"google:mobile:data\">", to: &out)
-        XMLWriter.appendEscapedText(json, to: &out)
+        XMLWriter.appendEscapedText(utf8: json, to: &out)
         append("</gcm></message>", to: &out)
         return out
     }

@@ -15,11 +15,11 @@ public struct MessageRecord: Sendable, Equatable {
         let acceptedAtUnixMillis: Int64
         let timeToLive: Int
 
-        init(messageID: String, json: String, to: String, rateKey: String, acceptedAt: Double, acceptedAtUnixMillis: Int64,
-             timeToLive: Int) {
+        init(messageID: String, json: String, stanza: [UInt8], to: String, rateKey: String, acceptedAt: Double,
+             acceptedAtUnixMillis: Int64, timeToLive: Int) {
             self.messageID = messageID
             self.json = json
-            self.stanza = CCSStanza.downstreamUTF8(messageID: messageID, json: json)
+            self.stanza = stanza
             self.to = to
             self.rateKey = rateKey
             self.acceptedAt = acceptedAt
@@ -58,11 +58,22 @@ public struct MessageRecord: Sendable, Equatable {
 
     public init(messageID: String, json: String, to: String, rateKey: String, acceptedAt: Double, acceptedAtUnixMillis: Int64,
                 timeToLive: Int, attempts: Int = 0, sends: Int = 0, lastError: String? = nil) {
-        self.fixed = Fixed(messageID: messageID, json: json, to: to, rateKey: rateKey, acceptedAt: acceptedAt,
-                           acceptedAtUnixMillis: acceptedAtUnixMillis, timeToLive: timeToLive)
+        self.fixed = Fixed(messageID: messageID, json: json, stanza: CCSStanza.downstreamUTF8(messageID: messageID, json: json),
+                           to: to, rateKey: rateKey, acceptedAt: acceptedAt, acceptedAtUnixMillis: acceptedAtUnixMillis,
+                           timeToLive: timeToLive)
         self.attempts = attempts
         self.sends = sends
         self.lastError = lastError
+    }
+
+    /// A new record from the JSON's UTF-8 bytes (valid UTF-8, e.g. `DownstreamMessage.jsonUTF8()`): the stanza
+    /// is escaped from them, with no detour through the `String`.
+    public init(messageID: String, jsonUTF8: [UInt8], to: String, rateKey: String, acceptedAt: Double, acceptedAtUnixMillis: Int64,
+                timeToLive: Int) {
+        let stanza = jsonUTF8.withUnsafeBufferPointer { CCSStanza.downstreamUTF8(messageID: messageID, jsonUTF8: $0) }
+        self.fixed = Fixed(messageID: messageID, json: String(decoding: jsonUTF8, as: UTF8.self), stanza: stanza, to: to,
+                           rateKey: rateKey, acceptedAt: acceptedAt, acceptedAtUnixMillis: acceptedAtUnixMillis,
+                           timeToLive: timeToLive)
     }
 
     /// Equal when every field is (`stanza` follows from `messageID` and `json`).

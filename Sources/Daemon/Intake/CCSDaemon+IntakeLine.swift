@@ -9,12 +9,12 @@ extension CCSDaemon.IntakeItem {
     ///   - bytes: the message's text exactly as written.
     ///   - line: its 1-based position (the input line; the message's place in its request).
     public static func parsing(_ bytes: [UInt8], line: Int, now: Date) -> CCSDaemon.IntakeItem {
-        let data = Data(bytes)
-        switch DownstreamIntake.parse(line: data, now: now) {
+        switch DownstreamIntake.parse(utf8: bytes, now: now) {
         case .success(let message):
             return .message(message, line: line)
         case .failure(let error):
             // A text Foundation refuses may still carry a readable message_id (found lexically).
+            let data = Data(bytes)
             let value = try? JSONValue.parse(data)
             let messageID = value?["message_id"]?.stringValue ?? value?["message"]?["message_id"]?.stringValue
                 ?? (value == nil ? JSONTokenScan.topLevelString("message_id", in: bytes) : nil)

@@ -159,7 +159,7 @@ public final class IntakeReader: @unchecked Sendable {
             }
             if count == 0 { break }
             var start = 0
-            for index in 0..<count where buffer[index] == 0x0A {
+            while let index = newline(in: buffer, from: start, to: count) {
                 append(buffer[start..<index])
                 finishLine()
                 start = index + 1
@@ -180,6 +180,14 @@ public final class IntakeReader: @unchecked Sendable {
             } else {
                 line.append(contentsOf: bytes)
             }
+        }
+    }
+
+    /// The index of the first LF in `buffer[start..<end]` (found by `memchr`), or nil.
+    private func newline(in buffer: [UInt8], from start: Int, to end: Int) -> Int? {
+        guard start < end else { return nil }
+        return buffer.withUnsafeBytes { bytes in
+            memchr(bytes.baseAddress! + start, 0x0A, end - start).map { $0 - UnsafeMutableRawPointer(mutating: bytes.baseAddress!) }
         }
     }
 

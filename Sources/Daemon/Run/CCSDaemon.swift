@@ -178,10 +178,10 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             switch item {
             case .message(let message, let line):
                 let key = message.targetKey
-                let json = message.jsonString()
-                intakeBytes.submitted(jsonBytes: json.utf8.count)
+                let json = message.jsonUTF8()
+                intakeBytes.submitted(jsonBytes: json.count)
                 batch.append((MessageRecord(
-                    messageID: message.messageID!, json: json, to: key, rateKey: key,
+                    messageID: message.messageID!, jsonUTF8: json, to: key, rateKey: key,
                     acceptedAt: now, acceptedAtUnixMillis: unixMillis, timeToLive: message.effectiveTimeToLive), line))
             case .invalid(let line, let messageID, let error):
                 if !batch.isEmpty {

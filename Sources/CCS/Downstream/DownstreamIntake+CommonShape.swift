@@ -1,0 +1,228 @@
+import CJSONFrontDoor
+import Foundation
+
+/// The common legacy message read in one pass over simdjson's tokens (`JSONFrontDoor.withTokens`), without a
+/// `[String: JSONValue]`, its compact JSON (`DownstreamMessage.jsonUTF8()`) written on the way.
+///
+/// Only a shortcut: it accepts a line only when the full path (`DownstreamIntake.parse(line:now:)`) accepts it
+/// with the same message, and declines (nil) anything else, which the full path then reads, so that it stays
+/// the one source of every error text. Taken: a top-level object whose keys are known legacy keys, each once,
+/// written exactly (ASCII); `to` or `condition` a string that passes the target rule
+/// (`DownstreamIntake.validateTarget`); `message_id` a non-empty string without control characters;
+/// `collapse_key` and `priority` strings (`normal`, `high`); the four options `true` or `false`;
+/// `time_to_live` a plain integer from 0 to 2419200; `data` an object of ASCII keys, none reserved nor
+/// repeated, to strings, within the payload limit. Declined: `notification`, the v1 shape, any other number,
+/// and every broken rule.
+extension DownstreamIntake {
+    /// Set by tests only: the shortcut is never taken, so that the full path can be compared with it.
+    @TaskLocal package static var commonShapeOff = false
+
+    /// The message when `utf8` is a valid line of the common shape (see the extension's notes); nil otherwise.
+    static func parseCommonShape(_ utf8: UnsafeRawBufferPointer) -> DownstreamMessage? {
+        guard !commonShapeOff, !JSONFrontDoor.foundationOnly else { return nil }
+        return JSONFrontDoor.withTokens(utf8) { tokens in
+            withUnsafeTemporaryAllocation(of: Int.self, capacity: Field.count) { at in
+                at.initialize(repeating: 0)
+                return readCommonShape(tokens, at, capacity: utf8.count)
+            }
+        }
+    }
+
+    /// The top-level members, in `DownstreamMessage.topLevelKeys` order (the order `jsonUTF8()` writes them).
+    private enum Field {
+        static let to = 0, condition = 1, messageID = 2, collapseKey = 3, priority = 4, contentAvailable = 5,
+                   mutableContent = 6, timeToLive = 7, dryRun = 8, deliveryReceiptRequested = 9, data = 10,
+                   notification = 11
+        static let count = 12
+
+        /// The member a key token names, when it is written exactly as one of the legacy keys.
+        static func of(_ key: ccsd_json_token) -> Int? {
+            switch key.length {
+            case 2: return named(key, "to") ? to : nil
+            case 4: return named(key, "data") ? data : nil
+            case 7: return named(key, "dry_run") ? dryRun : nil
+            case 8: return named(key, "priority") ? priority : nil
+            case 9: return named(key, "condition") ? condition : nil
+            case 10: return named(key, "message_id") ? messageID : nil
+            case 12:
+                if named(key, "time_to_live") { return timeToLive }
+                if named(key, "collapse_key") { return collapseKey }
+                return named(key, "notification") ? notification : nil
+            case 15: return named(key, "mutable_content") ? mutableContent : nil
+            case 17: return named(key, "content_available") ? contentAvailable : nil
+            case 26: return named(key, "delivery_receipt_requested") ? deliveryReceiptRequested : nil
+            default: return nil
+            }
+        }
+
+        private static func named(_ key: ccsd_json_token, _ name: StaticString) -> Bool {
+            memcmp(key.text, name.utf8Start, name.utf8CodeUnitCount) == 0
+        }
+    }
+
+    private static func kind(_ token: ccsd_json_token, _ kind: ccsd_json_kind) -> Bool {
+        token.kind == UInt8(kind.rawValue)
+    }
+
+    private static func bytes(_ token: ccsd_json_token) -> UnsafeBufferPointer<UInt8> {
+        UnsafeBufferPointer(start: UnsafeRawPointer(token.text)?.assumingMemoryBound(to: UInt8.self), count: Int(token.length))
+    }
+
+    /// The walk itself; `at[field]` is the token index of each member's value (0: absent).
+    private static func readCommonShape(_ tokens: UnsafeBufferPointer<ccsd_json_token>, _ at: UnsafeMutableBufferPointer<Int>,
+                                        capacity: Int) -> DownstreamMessage? {
+        guard let top = tokens.first, kind(top, CCSD_JSON_OBJECT) else { return nil }
+        var index = 1
+        while index < Int(top.end) {
+            guard let field = Field.of(tokens[index]), at[field] == 0 else { return nil }  // unknown, or repeated
+            at[field] = index + 1
+            index = JSONFrontDoor.next(tokens, after: index + 1)
+        }
+        guard at[Field.notification] == 0 else { return nil }
+
+        func string(_ field: Int) -> String? {
+            let token = tokens[at[field]]
+            return kind(token, CCSD_JSON_STRING) ? JSONFrontDoor.text(token) : nil
+        }
+        func flag(_ field: Int) -> Bool?? {
+            guard at[field] != 0 else { return .some(nil) }
+            let token = tokens[at[field]]
+            if kind(token, CCSD_JSON_TRUE) { return true }
+            if kind(token, CCSD_JSON_FALSE) { return false }
+            return nil
+        }
+
+        var out: [UInt8] = []
+        out.reserveCapacity(capacity + 16)
+        JSONValue.append("{", to: &out)
+        let target: DownstreamMessage.Target
+        switch (at[Field.to], at[Field.condition]) {
+        case (1..., 0):
+            guard let text = string(Field.to),
+                  let valid = try? validateTarget(to: .string(text), condition: nil) else { return nil }
+            target = valid
+            JSONValue.append("\"to\":", to: &out)
+            JSONValue.writeString(utf8: bytes(tokens[at[Field.to]]), to: &out)
+        case (0, 1...):
+            guard let text = string(Field.condition),
+                  let valid = try? validateTarget(to: nil, condition: .string(text)) else { return nil }
+            target = valid
+            JSONValue.append("\"condition\":", to: &out)
+            JSONValue.writeString(utf8: bytes(tokens[at[Field.condition]]), to: &out)
+        default:
+            return nil
+        }
+        var message = DownstreamMessage(target: target)
+        let messageIDOffset = out.count
+
+        if at[Field.messageID] != 0 {
+            let token = tokens[at[Field.messageID]]
+            guard kind(token, CCSD_JSON_STRING), token.length > 0,
+                  !hasControlCharacter(UnsafeRawBufferPointer(bytes(token))) else { return nil }
+            message.messageID = JSONFrontDoor.text(token)
+            JSONValue.append(",\"message_id\":", to: &out)
+            JSONValue.writeString(utf8: bytes(token), to: &out)
+        }
+        if at[Field.collapseKey] != 0 {
+            guard let key = string(Field.collapseKey) else { return nil }
+            message.collapseKey = key
+            JSONValue.append(",\"collapse_key\":", to: &out)
+            JSONValue.writeString(utf8: bytes(tokens[at[Field.collapseKey]]), to: &out)
+        }
+        if at[Field.priority] != 0 {
+            guard let text = string(Field.priority), let priority = DownstreamMessage.Priority(rawValue: text) else { return nil }
+            message.priority = priority
+            JSONValue.append(",\"priority\":\"", to: &out)
+            out.append(contentsOf: priority.rawValue.utf8)
+            JSONValue.append("\"", to: &out)
+        }
+        guard case .some(let contentAvailable) = flag(Field.contentAvailable),
+              case .some(let mutableContent) = flag(Field.mutableContent) else { return nil }
+        message.contentAvailable = contentAvailable
+        message.mutableContent = mutableContent
+        if let contentAvailable { JSONValue.append(contentAvailable ? ",\"content_available\":true" : ",\"content_available\":false", to: &out) }
+        if let mutableContent { JSONValue.append(mutableContent ? ",\"mutable_content\":true" : ",\"mutable_content\":false", to: &out) }
+        if at[Field.timeToLive] != 0 {
+            let token = tokens[at[Field.timeToLive]]
+            guard kind(token, CCSD_JSON_NUMBER), let seconds = JSONFrontDoor.plainInteger(token),
+                  seconds >= 0, seconds <= Int64(DownstreamMessage.maximumTimeToLive) else { return nil }
+            message.timeToLive = Int(seconds)
+            JSONValue.append(",\"time_to_live\":", to: &out)
+            JSONValue.append(seconds, to: &out)
+        }
+        guard case .some(let dryRun) = flag(Field.dryRun),
+              case .some(let deliveryReceiptRequested) = flag(Field.deliveryReceiptRequested) else { return nil }
+        message.dryRun = dryRun
+        message.deliveryReceiptRequested = deliveryReceiptRequested
+        if let dryRun { JSONValue.append(dryRun ? ",\"dry_run\":true" : ",\"dry_run\":false", to: &out) }
+        if let deliveryReceiptRequested {
+            JSONValue.append(deliveryReceiptRequested ? ",\"delivery_receipt_requested\":true" : ",\"delivery_receipt_requested\":false", to: &out)
+        }
+        var dataRange: Range<Int>?
+        if at[Field.data] != 0 {
+            JSONValue.append(",\"data\":", to: &out)
+            let start = out.count
+            guard writeData(tokens, at: at[Field.data], to: &out) else { return nil }
+            // What `jsonUTF8()` writes for `data` is at least `payloadByteCount` (it writes U+FFFE and U+FFFF
+            // as 6-byte escapes, which count 3): within the limit, the full path's count is too; above it,
+            // the full path decides.
+            let limit = message.isTopicOrCondition ? DownstreamMessage.maximumTopicPayloadBytes : DownstreamMessage.maximumPayloadBytes
+            guard out.count - start <= limit else { return nil }
+            dataRange = start..<out.count
+        }
+        JSONValue.append("}", to: &out)
+        // `data` stays in the text (the message reads it from there when asked): no dictionary per message.
+        message.encoded = EncodedJSON(bytes: out, messageIDOffset: messageIDOffset, dataRange: dataRange)
+        return message
+    }
+
+    /// Writes `data` at token `at` to `out` with its keys sorted, as `jsonUTF8()` does, when it is an object
+    /// of ASCII keys (so that bytes order and compare them as `String` does), none reserved nor repeated, to
+    /// strings; false otherwise.
+    private static func writeData(_ tokens: UnsafeBufferPointer<ccsd_json_token>, at: Int, to out: inout [UInt8]) -> Bool {
+        let object = tokens[at]
+        guard kind(object, CCSD_JSON_OBJECT) else { return false }
+        let count = (Int(object.end) - at - 1) / 2  // key, string value: other values are declined below
+        return withUnsafeTemporaryAllocation(of: Int.self, capacity: count) { keys -> Bool in
+            var index = at + 1
+            for slot in 0..<count {
+                let key = tokens[index]
+                guard index + 1 < Int(object.end), kind(tokens[index + 1], CCSD_JSON_STRING) else { return false }
+                guard bytes(key).allSatisfy({ $0 < 0x80 }) else { return false }
+                keys[slot] = index
+                index += 2
+            }
+            guard index == Int(object.end) else { return false }
+            // Insertion sort by key bytes: a handful of keys, no allocation.
+            func less(_ a: Int, _ b: Int) -> Bool {
+                let x = tokens[a], y = tokens[b]
+                let common = Int(min(x.length, y.length))
+                let order = common == 0 ? 0 : memcmp(x.text, y.text, common)
+                return order < 0 || (order == 0 && x.length < y.length)
+            }
+            for i in 1..<max(count, 1) {
+                let key = keys[i]
+                var j = i
+                while j > 0, less(key, keys[j - 1]) {
+                    keys[j] = keys[j - 1]
+                    j -= 1
+                }
+                keys[j] = key
+            }
+            out.append(UInt8(ascii: "{"))
+            for slot in 0..<count {
+                let key = keys[slot]
+                if slot > 0 {
+                    guard less(keys[slot - 1], key) else { return false }  // a repeated key: the full path decides
+                    out.append(UInt8(ascii: ","))
+                }
+                guard !isReservedDataKey(JSONFrontDoor.text(tokens[key])) else { return false }
+                JSONValue.writeString(utf8: bytes(tokens[key]), to: &out)
+                out.append(UInt8(ascii: ":"))
+                JSONValue.writeString(utf8: bytes(tokens[key + 1]), to: &out)
+            }
+            out.append(UInt8(ascii: "}"))
+            return true
+        }
+    }
+}
