@@ -1,4 +1,5 @@
 import CLibXML2
+import Glibc
 
 /// libxml2's global state, set up once before the first parser context (libxml2 asks threaded
 /// programs to call `xmlInitParser` before parsing; Swift runs this initializer exactly once).
@@ -60,9 +61,10 @@ public final class XMLStreamParser {
     /// character is at most as long as its source).
     private var stanzaTextBytes = 0
 
-    /// Namespace URIs by libxml2 pointer: libxml2 interns them, so the same URI comes back at the same
-    /// address and the String need not be rebuilt for every element. Hits are verified byte by byte.
-    private var namespaceCache: [UnsafeRawPointer: String] = [:]
+    /// Namespace URIs and element names by libxml2 pointer: libxml2 interns them in its dictionary, so the
+    /// same text comes back at the same address and the String need not be rebuilt for every element.
+    private var namespaceCache = InternedStrings()
+    private var nameCache = InternedStrings()
     /// Checks the bytes are UTF-8 before libxml2 sees them (RFC 6120 §11.6).
     private var utf8 = UTF8Validator()
     /// Skips whitespace and byte-order marks before each stream's first `<`.
@@ -264,7 +266,8 @@ public final class XMLStreamParser {
         fedBytes = 0
         stanzaStart = 0
         stanzaTextBytes = 0
-        namespaceCache.removeAll()
+        namespaceCache = InternedStrings()
+        nameCache = InternedStrings()
         utf8 = UTF8Validator()
         prologue = StreamPrologue()
         attributeCounter.reset()
@@ -305,7 +308,7 @@ public final class XMLStreamParser {
         attributeCount: Int, attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) {
         guard isActive, let localname else { return }
-        let name = String(cString: localname)
+        let name = nameCache.string(at: localname)
         let namespace = uri.map(namespaceString)
         var attrs: [XMLAttribute] = []
         if attributeCount > 0, let attributes {
@@ -474,22 +477,41 @@ public final class XMLStreamParser {
         context?.pointee.disableSAX = 1
     }
 
-    /// True when `string`'s UTF-8 is `bytes`, compared as buffers (not by iterating the `String`).
-    private static func hasBytes(_ string: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        var string = string
-        return string.withUTF8 { $0.count == bytes.count && $0.elementsEqual(bytes) }
-    }
-
     private func namespaceString(_ uri: UnsafePointer<xmlChar>) -> String {
-        let key = UnsafeRawPointer(uri)
-        let bytes = UnsafeBufferPointer(start: uri, count: Int(xmlStrlen(uri)))
-        if let cached = namespaceCache[key], Self.hasBytes(cached, bytes) {
-            return cached
+        namespaceCache.string(at: uri)
+    }
+}
+
+/// Strings for the NUL-terminated texts libxml2 interns (names, namespace URIs), remembered by address. A
+/// stream uses a handful of them: a short list searched in order (no hashing), the oldest entry replaced
+/// when it is full. Hits are verified byte by byte, so a reused address never gives a stale text.
+struct InternedStrings {
+    private var entries: [(pointer: UnsafeRawPointer, string: String)] = []
+    private var next = 0
+    private static let size = 8
+
+    mutating func string(at text: UnsafePointer<xmlChar>) -> String {
+        let key = UnsafeRawPointer(text)
+        let bytes = UnsafeBufferPointer(start: text, count: Int(xmlStrlen(text)))
+        for entry in entries where entry.pointer == key && Self.hasBytes(entry.string, bytes) {
+            return entry.string
         }
         let string = String(decoding: bytes, as: UTF8.self)
-        if namespaceCache.count >= 64 { namespaceCache.removeAll(keepingCapacity: true) }
-        namespaceCache[key] = string
+        if entries.count < Self.size {
+            entries.append((key, string))
+        } else {
+            entries[next] = (key, string)
+            next = (next + 1) % Self.size
+        }
         return string
+    }
+
+    /// True when `string`'s UTF-8 is `bytes`, compared as buffers (not by iterating the `String`).
+    private static func hasBytes(_ string: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let equal = string.utf8.withContiguousStorageIfAvailable { utf8 in
+            utf8.count == bytes.count && (bytes.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+        }
+        return equal ?? false
     }
 }
 
