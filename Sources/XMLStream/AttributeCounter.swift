@@ -12,7 +12,7 @@ import Glibc
 ///
 /// A state machine over bytes: feed every byte in order, in any chunking; `reset()` for a new stream.
 struct AttributeCounter {
-    private enum State: Equatable {
+    private enum State {
         case text
         /// Just after `<`.
         case tagOpen
@@ -51,10 +51,19 @@ struct AttributeCounter {
                 state = .tagOpen
                 index = at + 1
                 continue
-            case .singleQuoted, .doubleQuoted, .otherMarkup:
-                let wanted = state == .singleQuoted ? UInt8(ascii: "'") : state == .doubleQuoted ? UInt8(ascii: "\"") : UInt8(ascii: ">")
-                guard let at = Self.first(wanted, base, from: index, end) else { return nil }
-                state = state == .otherMarkup ? .text : .startTag
+            case .singleQuoted:
+                guard let at = Self.first(UInt8(ascii: "'"), base, from: index, end) else { return nil }
+                state = .startTag
+                index = at + 1
+                continue
+            case .doubleQuoted:
+                guard let at = Self.first(UInt8(ascii: "\""), base, from: index, end) else { return nil }
+                state = .startTag
+                index = at + 1
+                continue
+            case .otherMarkup:
+                guard let at = Self.first(UInt8(ascii: ">"), base, from: index, end) else { return nil }
+                state = .text
                 index = at + 1
                 continue
             default:
