@@ -1,3 +1,5 @@
+import Glibc
+
 /// Counts the attributes of each start tag in the raw bytes before libxml2 sees them, so that a start tag
 /// with too many attributes fails as soon as its attribute number `XMLStreamLimits.maxAttributes + 1`
 /// arrives, not after libxml2 has buffered and parsed the whole tag (libxml2 2.9 checks a tag's attributes
@@ -37,11 +39,42 @@ struct AttributeCounter {
     /// Scans the next bytes. Returns the offset in `bytes` of the `=` that makes a start tag's attribute
     /// count exceed `maxAttributes`, or nil while every tag is within it.
     mutating func scan(_ bytes: UnsafeRawBufferPointer) -> Int? {
-        for index in 0..<bytes.count {
-            let byte = bytes[index]
+        guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
+        let end = bytes.count
+        var index = 0
+        while index < end {
+            // The states that wait for one byte skip to it in one move (text, quoted values, other markup:
+            // most of a stream's bytes); the others take one byte at a time.
             switch state {
             case .text:
-                if byte == UInt8(ascii: "<") { state = .tagOpen }
+                guard let at = Self.first(UInt8(ascii: "<"), base, from: index, end) else { return nil }
+                state = .tagOpen
+                index = at + 1
+                continue
+            case .singleQuoted:
+                guard let at = Self.first(UInt8(ascii: "'"), base, from: index, end) else { return nil }
+                state = .startTag
+                index = at + 1
+                continue
+            case .doubleQuoted:
+                guard let at = Self.first(UInt8(ascii: "\""), base, from: index, end) else { return nil }
+                state = .startTag
+                index = at + 1
+                continue
+            case .otherMarkup:
+                guard let at = Self.first(UInt8(ascii: ">"), base, from: index, end) else { return nil }
+                state = .text
+                index = at + 1
+                continue
+            default:
+                break
+            }
+            let byte = base[index]
+            let here = index
+            index += 1
+            switch state {
+            case .text, .singleQuoted, .doubleQuoted, .otherMarkup:
+                break  // skipped above
             case .tagOpen:
                 switch byte {
                 case UInt8(ascii: "!"): state = .bang
@@ -58,13 +91,9 @@ struct AttributeCounter {
                 case UInt8(ascii: ">"): state = .text
                 case UInt8(ascii: "="):
                     count += 1
-                    if count > maxAttributes { return index }
+                    if count > maxAttributes { return here }
                 default: break
                 }
-            case .singleQuoted:
-                if byte == UInt8(ascii: "'") { state = .startTag }
-            case .doubleQuoted:
-                if byte == UInt8(ascii: "\"") { state = .startTag }
             case .bang:
                 state = byte == UInt8(ascii: "[") ? .cdata(brackets: 0) : byte == UInt8(ascii: ">") ? .text : .otherMarkup
             case .cdata(let brackets):
@@ -75,11 +104,15 @@ struct AttributeCounter {
                 } else if brackets != 0 {
                     state = .cdata(brackets: 0)
                 }
-            case .otherMarkup:
-                if byte == UInt8(ascii: ">") { state = .text }
             }
         }
         return nil
+    }
+
+    /// The offset of the first `byte` in `base[from..<end]`, or nil.
+    private static func first(_ byte: UInt8, _ base: UnsafePointer<UInt8>, from: Int, _ end: Int) -> Int? {
+        guard let found = memchr(base + from, Int32(byte), end - from) else { return nil }
+        return UnsafeRawPointer(found) - UnsafeRawPointer(base)
     }
 
     /// The count of the start tag being scanned (for the error message).

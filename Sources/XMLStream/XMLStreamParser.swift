@@ -1,4 +1,5 @@
 import CLibXML2
+import Glibc
 
 /// libxml2's global state, set up once before the first parser context (libxml2 asks threaded
 /// programs to call `xmlInitParser` before parsing; Swift runs this initializer exactly once).
@@ -34,35 +35,42 @@ public final class XMLStreamParser {
     /// two limit checks.
     static let sliceBytes = 64 * 1024
 
+    // The state the SAX callbacks touch on every event is marked `@exclusivity(unchecked)`: a runtime
+    // exclusivity check per access cost about 1,200 instructions per stanza. Its accesses never overlap:
+    // the parser is used from one thread, each callback's accesses end before the next callback or the
+    // handler runs (libxml2 calls back only inside `xmlParseChunk`, with no access open), and a `feed`
+    // from inside the handler is refused by the `isFeeding` precondition (which keeps its check).
+
     // libxml2 state; `nil` until the first feed after init/reset.
-    private var context: xmlParserCtxtPtr?
+    @exclusivity(unchecked) private var context: xmlParserCtxtPtr?
 
     // Feeding state.
-    private var handler: ((XMLStreamEvent) -> Void)?
+    @exclusivity(unchecked) private var handler: ((XMLStreamEvent) -> Void)?
     private var isFeeding = false
-    private var failure: XMLStreamError?
-    private var restartRequested = false
+    @exclusivity(unchecked) private var failure: XMLStreamError?
+    @exclusivity(unchecked) private var restartRequested = false
     /// Absolute input offset (in the current stream) just past the last event delivered.
-    private var lastEventEnd = 0
+    @exclusivity(unchecked) private var lastEventEnd = 0
 
     // Stream state.
-    private var streamOpen = false
+    @exclusivity(unchecked) private var streamOpen = false
     private var streamEnded = false
     /// Open elements at depth ≥ 1; `stack[0]` is the stanza being built.
-    private var stack: [XMLElement] = []
+    @exclusivity(unchecked) private var stack: [XMLElement] = []
 
     // Byte accounting: absolute offsets in the current stream's input.
     /// Bytes handed to libxml2 since the context was created.
-    private var fedBytes = 0
+    @exclusivity(unchecked) private var fedBytes = 0
     /// Where the current (or next) stanza starts: just past the last stream-level construct.
-    private var stanzaStart = 0
+    @exclusivity(unchecked) private var stanzaStart = 0
     /// Decoded character data in the open stanza (a lower bound of its raw size: every resolved
     /// character is at most as long as its source).
-    private var stanzaTextBytes = 0
+    @exclusivity(unchecked) private var stanzaTextBytes = 0
 
-    /// Namespace URIs by libxml2 pointer: libxml2 interns them, so the same URI comes back at the same
-    /// address and the String need not be rebuilt for every element. Hits are verified byte by byte.
-    private var namespaceCache: [UnsafeRawPointer: String] = [:]
+    /// Namespace URIs and element names by libxml2 pointer: libxml2 interns them in its dictionary, so the
+    /// same text comes back at the same address and the String need not be rebuilt for every element.
+    @exclusivity(unchecked) private var namespaceCache = InternedStrings()
+    @exclusivity(unchecked) private var nameCache = InternedStrings()
     /// Checks the bytes are UTF-8 before libxml2 sees them (RFC 6120 §11.6).
     private var utf8 = UTF8Validator()
     /// Skips whitespace and byte-order marks before each stream's first `<`.
@@ -264,7 +272,8 @@ public final class XMLStreamParser {
         fedBytes = 0
         stanzaStart = 0
         stanzaTextBytes = 0
-        namespaceCache.removeAll()
+        namespaceCache = InternedStrings()
+        nameCache = InternedStrings()
         utf8 = UTF8Validator()
         prologue = StreamPrologue()
         attributeCounter.reset()
@@ -305,7 +314,7 @@ public final class XMLStreamParser {
         attributeCount: Int, attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) {
         guard isActive, let localname else { return }
-        let name = String(cString: localname)
+        let name = nameCache.string(at: localname)
         let namespace = uri.map(namespaceString)
         var attrs: [XMLAttribute] = []
         if attributeCount > 0, let attributes {
@@ -474,22 +483,41 @@ public final class XMLStreamParser {
         context?.pointee.disableSAX = 1
     }
 
-    /// True when `string`'s UTF-8 is `bytes`, compared as buffers (not by iterating the `String`).
-    private static func hasBytes(_ string: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
-        var string = string
-        return string.withUTF8 { $0.count == bytes.count && $0.elementsEqual(bytes) }
-    }
-
     private func namespaceString(_ uri: UnsafePointer<xmlChar>) -> String {
-        let key = UnsafeRawPointer(uri)
-        let bytes = UnsafeBufferPointer(start: uri, count: Int(xmlStrlen(uri)))
-        if let cached = namespaceCache[key], Self.hasBytes(cached, bytes) {
-            return cached
+        namespaceCache.string(at: uri)
+    }
+}
+
+/// Strings for the NUL-terminated texts libxml2 interns (names, namespace URIs), remembered by address. A
+/// stream uses a handful of them: a short list searched in order (no hashing), the oldest entry replaced
+/// when it is full. Hits are verified byte by byte, so a reused address never gives a stale text.
+struct InternedStrings {
+    private var entries: [(pointer: UnsafeRawPointer, string: String)] = []
+    private var next = 0
+    private static let size = 8
+
+    mutating func string(at text: UnsafePointer<xmlChar>) -> String {
+        let key = UnsafeRawPointer(text)
+        let bytes = UnsafeBufferPointer(start: text, count: Int(xmlStrlen(text)))
+        for entry in entries where entry.pointer == key && Self.hasBytes(entry.string, bytes) {
+            return entry.string
         }
         let string = String(decoding: bytes, as: UTF8.self)
-        if namespaceCache.count >= 64 { namespaceCache.removeAll(keepingCapacity: true) }
-        namespaceCache[key] = string
+        if entries.count < Self.size {
+            entries.append((key, string))
+        } else {
+            entries[next] = (key, string)
+            next = (next + 1) % Self.size
+        }
         return string
+    }
+
+    /// True when `string`'s UTF-8 is `bytes`, compared as buffers (not by iterating the `String`).
+    private static func hasBytes(_ string: String, _ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        let equal = string.utf8.withContiguousStorageIfAvailable { utf8 in
+            utf8.count == bytes.count && (bytes.isEmpty || memcmp(utf8.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
+        }
+        return equal ?? false
     }
 }
 

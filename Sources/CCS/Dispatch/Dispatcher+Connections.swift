@@ -47,8 +47,9 @@ extension Dispatcher {
 
     /// Resolves `messageID` in flight on connection `id`; false (counted and logged) when it is not.
     mutating func resolve(_ messageID: String, on id: Int, now: Double, actions: inout [DispatcherAction]) -> Bool {
-        // Mutated in place: copying the session out would copy its in-flight table on every ack.
-        guard sessions[id]?.resolve(messageID, now: now) == true else {
+        // Mutated in place: copying the session out would copy its in-flight table on every ack. Through its
+        // index: the optional subscript's modify moves the whole session in and out of a heap buffer.
+        guard let index = sessions.index(forKey: id), sessions.values[index].resolve(messageID, now: now) else {
             unmatched(messageID: messageID, on: id, actions: &actions)
             return false
         }

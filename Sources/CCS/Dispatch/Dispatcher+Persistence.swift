@@ -134,9 +134,9 @@ extension Dispatcher {
         }
     }
 
-    /// Asks for `event` to be journaled; returns its record id.
+    /// Asks for `event` to be journaled; returns its record id. `event` is taken, not copied, into the request.
     @discardableResult
-    mutating func record(_ event: DispatcherEvent, finalMessageID: String? = nil, handedOverMessageID: String? = nil,
+    mutating func record(_ event: consuming DispatcherEvent, finalMessageID: String? = nil, handedOverMessageID: String? = nil,
                          actions: inout [DispatcherAction]) -> UInt64 {
         if case .nacked(_, let error, _, let final, _, _) = event { counters.countNack(code: error, final: final) }
         lastRecordID += 1
@@ -184,13 +184,13 @@ extension Dispatcher {
     /// The one place an accepted message becomes final: it leaves the queues and the rate-limit count at
     /// once and waits in `.finalizing` (never resent, its id taken) until its final event is recorded.
     /// False when it is not accepted-and-not-final (already finalizing, persisting, or unknown).
-    mutating func finalize(_ messageID: String, event: DispatcherEvent, actions: inout [DispatcherAction]) -> Bool {
+    mutating func finalize(_ messageID: String, event: consuming DispatcherEvent, actions: inout [DispatcherAction]) -> Bool {
         guard let handle = table.handle(messageID) else { return false }
         return finalize(handle, event: event, actions: &actions)
     }
 
     /// `finalize` of the message a handle names (false when the handle is stale).
-    mutating func finalize(_ handle: LiveTable.Handle, event: DispatcherEvent, actions: inout [DispatcherAction]) -> Bool {
+    mutating func finalize(_ handle: LiveTable.Handle, event: consuming DispatcherEvent, actions: inout [DispatcherAction]) -> Bool {
         guard let entry = table[handle], entry.place.isActive else { return false }
         table.setPlace(.finalizing, of: handle)
         finalizing += 1

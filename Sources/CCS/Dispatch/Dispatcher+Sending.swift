@@ -5,10 +5,10 @@ extension Dispatcher {
         guard maySend else { return }
         while !(resendQueue.isEmpty && readyQueue.isEmpty), let connection = bestConnection() {
             guard let handle = nextSendable(now: now, actions: &actions) else { return }
-            table.updateRecord(of: handle) { $0.sends += 1 }
+            table.countSend(of: handle)
             table.setPlace(.inFlight(connection), of: handle)
             let record = table[handle]!.record
-            sessions[connection]!.didSend(record.messageID, now: now)
+            sessions.values[sessions.index(forKey: connection)!].didSend(record.messageID, now: now)  // in place
             inFlightCount += 1
             noteConnectionChoice(connection)
             timers.schedule(at: now + configuration.ackTimeout, .ackTimeout(record.messageID, connection: connection))

@@ -224,6 +224,8 @@ public struct Dispatcher: Sendable {
     /// the same, CONNECTION_DRAINING drains it, and acks/nacks match nothing, since nothing was sent on it.
     public mutating func received(_ message: InboundMessage, on id: Int, now: Double) -> [DispatcherAction] {
         var actions: [DispatcherAction] = []
+        // An ack's usual actions (its record, the next send and its progress) in one allocation, not three.
+        actions.reserveCapacity(4)
         switch message {
         case .ack(let ack):
             guard resolve(ack.messageID, on: id, now: now, actions: &actions), let handle = table.handle(ack.messageID),

@@ -84,6 +84,12 @@ struct LiveTable: Sendable {
         jsonBytes += entries[Int(handle.slot)]!.record.json.utf8.count - before
     }
 
+    /// Counts one more send of a live message (its JSON, and so `jsonBytes`, unchanged). The handle must be current.
+    mutating func countSend(of handle: Handle) {
+        precondition(generations[Int(handle.slot)] == handle.generation, "stale handle")
+        entries[Int(handle.slot)]!.record.sends += 1
+    }
+
     /// Takes a message out of the table; its handles find nothing from now on. The handle must be current.
     mutating func remove(_ handle: Handle) {
         let slot = Int(handle.slot)

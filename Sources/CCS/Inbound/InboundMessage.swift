@@ -305,16 +305,34 @@ extension InboundMessage {
     private static func read(_ text: String) -> Read? {
         JSONFrontDoor.withObject(text) { (object: borrowing JSONFrontDoor.ObjectView) -> Read? in
             guard let type = object.string("message_type"), type == "ack" || type == "nack",
-                  !object.contains("success"), !object.contains("failure"), !object.contains("failed_registration_ids"),
                   let messageID = object.string("message_id"), !messageID.isEmpty else { return object.dictionary().map(Read.object) }
+            // Members found so far (keys are distinct): once they are all of the object's members, the others
+            // are absent without a lookup each (the usual ack is message_type, message_id and from alone).
+            var found = 2
+            let from = member("from", of: object, found: &found)
             if type == "ack" {
-                return .message(.ack(Ack(messageID: messageID, from: object.string("from"),
-                                         canonicalRegistrationID: object.string("registration_id"), group: nil)))
+                let canonicalRegistrationID = member("registration_id", of: object, found: &found)
+                guard found == object.count || !hasGroupMembers(object) else { return object.dictionary().map(Read.object) }
+                return .message(.ack(Ack(messageID: messageID, from: from, canonicalRegistrationID: canonicalRegistrationID, group: nil)))
             }
-            return .message(.nack(Nack(messageID: messageID, from: object.string("from"),
-                              error: object.string("error").map(CCSErrorCode.init(rawValue:)) ?? .unknown,
-                              errorDescription: object.string("error_description"), group: nil)))
+            let error = member("error", of: object, found: &found)
+            let errorDescription = member("error_description", of: object, found: &found)
+            guard found == object.count || !hasGroupMembers(object) else { return object.dictionary().map(Read.object) }
+            return .message(.nack(Nack(messageID: messageID, from: from, error: error.map(CCSErrorCode.init(rawValue:)) ?? .unknown,
+                                       errorDescription: errorDescription, group: nil)))
         }
+    }
+
+    /// The string member `key`, looked up only while some member is not yet found (`found` of them are).
+    private static func member(_ key: String, of object: borrowing JSONFrontDoor.ObjectView, found: inout Int) -> String? {
+        guard found < object.count, let value = object.string(key) else { return nil }
+        found += 1
+        return value
+    }
+
+    /// True when an ack or nack has device-group members (read by `classify`'s general path).
+    private static func hasGroupMembers(_ object: borrowing JSONFrontDoor.ObjectView) -> Bool {
+        object.contains("success") || object.contains("failure") || object.contains("failed_registration_ids")
     }
 
     /// The message_id's JSON literal when `messageID` (as decoded) may hide unpaired surrogates (it has

@@ -61,6 +61,7 @@ public enum JSONFrontDoor {
         fileprivate init?(_ tokens: UnsafeBufferPointer<ccsd_json_token>) {
             guard let first = tokens.first, first.kind == UInt8(CCSD_JSON_OBJECT.rawValue) else { return nil }
             var keys: [Int] = []
+            keys.reserveCapacity(min(Int(first.end) / 2, 16))  // at most one key per two tokens
             var seen: Set<String> = []  // the keys' texts, once there are too many to compare each with each
             var index = 1
             while index < Int(first.end) {
@@ -97,6 +98,9 @@ public enum JSONFrontDoor {
 
         /// True when the object has a member named `key`.
         public func contains(_ key: String) -> Bool { index(of: key) != nil }
+
+        /// How many top-level members the object has (their keys are distinct: a repeated key is declined).
+        public var count: Int { keys.count }
 
         private func index(of key: String) -> Int? {
             var key = key

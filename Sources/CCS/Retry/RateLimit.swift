@@ -22,16 +22,15 @@ struct RateLimit: Sendable {
 
     /// A message for `key` became final: the last one takes the key's strikes with it.
     mutating func ended(key: String) {
-        let remaining = Self.decrement(&outstanding[key, default: 1])  // one lookup
-        if remaining <= 0 {
-            outstanding[key] = nil
-            if !strikes.isEmpty { strikes[key] = nil }
+        // One lookup: the key's place, then its count lowered or its entry removed there.
+        if let index = outstanding.index(forKey: key) {
+            if outstanding.values[index] > 1 {
+                outstanding.values[index] -= 1
+                return
+            }
+            outstanding.remove(at: index)
         }
-    }
-
-    private static func decrement(_ count: inout Int) -> Int {
-        count -= 1
-        return count
+        if !strikes.isEmpty { strikes[key] = nil }
     }
 
     /// CCS accepted a message for `key`: its backoff starts over.
