@@ -53,20 +53,12 @@ extension DispatcherEvent {
                 guard EventLine.isPlain(first), EventLine.isPlain(second) else { return nil }
                 let count = head.utf8CodeUnitCount + first.count + middle.utf8CodeUnitCount + second.count + tail.utf8CodeUnitCount
                 return String(unsafeUninitializedCapacity: count) { buffer in
-                    var at = buffer.baseAddress!
-                    func put(_ bytes: UnsafeBufferPointer<UInt8>) {
-                        guard let source = bytes.baseAddress else { return }
-                        at.update(from: source, count: bytes.count)
-                        at += bytes.count
-                    }
-                    func put(_ text: StaticString) {
-                        put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-                    }
-                    put(head)
-                    put(first)
-                    put(middle)
-                    put(second)
-                    put(tail)
+                    var cursor = ByteCursor(buffer.baseAddress!)
+                    cursor.put(head)
+                    cursor.put(first)
+                    cursor.put(middle)
+                    cursor.put(second)
+                    cursor.put(tail)
                     return count
                 }
             }

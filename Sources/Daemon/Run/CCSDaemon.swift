@@ -461,48 +461,23 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                                to out: UnsafeMutablePointer<UInt8>) -> Int {
         var line = event.line
         return line.withUTF8 { bytes -> Int in
-            var at = out
-            func put(_ source: UnsafeBufferPointer<UInt8>) {
-                guard let base = source.baseAddress else { return }
-                at.update(from: base, count: source.count)
-                at += source.count
-            }
-            func put(_ text: StaticString) {
-                put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
-            }
-            func put(_ byte: UInt8) {
-                at.pointee = byte
-                at += 1
-            }
+            var cursor = ByteCursor(out)
             // Trailing newlines and spaces go (not the LF of a CR LF, which is one character).
             var end = bytes.count
             while end > 0, bytes[end - 1] == 0x20 || (bytes[end - 1] == 0x0A && !(end > 1 && bytes[end - 2] == 0x0D)) { end -= 1 }
             guard end > 0, bytes[end - 1] == UInt8(ascii: "}") else {
-                put(UnsafeBufferPointer(rebasing: bytes[..<end]))
-                put(0x0A)
-                return at - out
+                cursor.put(UnsafeBufferPointer(rebasing: bytes[..<end]))
+                cursor.put(0x0A)
+                return cursor.at - out
             }
-            put(UnsafeBufferPointer(rebasing: bytes[..<(end - 1)]))
-            if !(end > 1 && bytes[end - 2] == UInt8(ascii: "{")) { put(UInt8(ascii: ",")) }
-            put("\"seq\":")
-            // Decimal, as `String(seq)` writes it.
-            if event.seq < 0 { put(UInt8(ascii: "-")) }
-            var magnitude = event.seq.magnitude
-            var digits = 1
-            while magnitude >= 10 {
-                magnitude /= 10
-                digits += 1
-            }
-            magnitude = event.seq.magnitude
-            for index in stride(from: digits - 1, through: 0, by: -1) {
-                at[index] = UInt8(ascii: "0") + UInt8(magnitude % 10)
-                magnitude /= 10
-            }
-            at += digits
-            put(",\"time\":\"")
-            put(time)
-            put("\"}\n")
-            return at - out
+            cursor.put(UnsafeBufferPointer(rebasing: bytes[..<(end - 1)]))
+            if !(end > 1 && bytes[end - 2] == UInt8(ascii: "{")) { cursor.put(UInt8(ascii: ",")) }
+            cursor.put("\"seq\":")
+            cursor.put(decimal: event.seq)
+            cursor.put(",\"time\":\"")
+            cursor.put(time)
+            cursor.put("\"}\n")
+            return cursor.at - out
         }
     }
 
