@@ -20,7 +20,10 @@ public final class InMemoryMessageStore: MessageStore {
         var journalStart = 0
         var handedOver: [String: Int64] = [:]
         /// Final messages and handed-over ids in the order they expire, so pruning looks at the front only.
-        var finalOrder = FIFO<(id: String, at: Int64)>()
+        /// Final messages from `finalStart` on (as the journal: read from a moving start, the pruned prefix
+        /// dropped in one piece, not one element at a time).
+        var finalOrder: [(id: String, at: Int64)] = []
+        var finalStart = 0
         var handedOverOrder = FIFO<(id: String, at: Int64)>()
         var cursors: [String: Int64] = [:]
         var lastSeq: Int64 = 0
@@ -156,11 +159,20 @@ extension InMemoryMessageStore.Tables {
 
     private mutating func prune(now: Int64, configuration: StoreConfiguration) {
         let finalCutoff = now - configuration.finalRetentionMillis
-        while let (id, at) = finalOrder.first, at < finalCutoff {
-            _ = finalOrder.popFirst()
-            if let index = messages.index(forKey: id), messages.values[index].finalEvent != nil, messages.values[index].finalAt == at {
+        while finalStart < finalOrder.count, finalOrder[finalStart].at < finalCutoff {
+            let at = finalOrder[finalStart].at
+            if let index = messages.index(forKey: finalOrder[finalStart].id), messages.values[index].finalAt == at,
+               messages.values[index].finalEvent != nil {
                 messages.remove(at: index)  // one lookup
             }
+            finalStart += 1
+        }
+        if finalStart == finalOrder.count {
+            finalOrder.removeAll(keepingCapacity: true)
+            finalStart = 0
+        } else if finalStart > 1024, finalStart * 2 > finalOrder.count {
+            finalOrder.removeFirst(finalStart)
+            finalStart = 0
         }
         let dedupeCutoff = now - configuration.dedupeWindowMillis
         while let (id, at) = handedOverOrder.first, at < dedupeCutoff {
@@ -173,7 +185,10 @@ extension InMemoryMessageStore.Tables {
               journal[journalStart].seq <= acknowledged || journal[journalStart].timeUnixMillis < eventsCutoff {
             journalStart += 1
         }
-        if journalStart > 1024, journalStart * 2 > journal.count {
+        if journalStart == journal.count {
+            journal.removeAll(keepingCapacity: true)  // all pruned (retention 0: each commit): no move
+            journalStart = 0
+        } else if journalStart > 1024, journalStart * 2 > journal.count {
             journal.removeFirst(journalStart)
             journalStart = 0
         }

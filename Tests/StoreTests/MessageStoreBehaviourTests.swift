@@ -99,6 +99,38 @@ import Testing
         #expect(try store.events(after: 0, limit: 10).map(\.line) == [acceptedLine("m"), finalLine("m", "acked")])
     }
 
+    /// Retention 0 (what `--store memory` runs with): a final message answers a resubmission within its own
+    /// millisecond only, its event stays in the journal as long; a later commit drops both. Over thousands of
+    /// commits, so that the pruned prefixes are dropped in pieces; a message_id taken again after its final
+    /// one was replaced stays live when the old final's turn to be pruned comes.
+    @Test(arguments: StoreKind.allCases)
+    func retentionZeroDropsFinalMessagesAndEventsAtTheNextMillisecond(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = try kind.make(in: directory, configuration: StoreConfiguration(finalRetentionMillis: 0, eventsRetentionMillis: 0))
+        defer { store.close() }
+        let count = kind == .memory ? 3_000 : 300
+        for i in 0..<count {
+            let now = Int64(1_000 + 2 * i)
+            _ = try store.commit(batch { b in
+                b.insert(insert("m-\(i)", at: now))
+                b.record(final(UInt64(i + 1), "m-\(i)"))
+            }, nowUnixMillis: now)
+            #expect(try store.commit(batch(inserting: ["m-\(i)"], at: now), nowUnixMillis: now).persisted.map(\.outcome)
+                    == [.duplicateFinal(outcome: finalLine("m-\(i)"))])
+            #expect(try store.storedMessage("m-\(i)")?.finalEvent == finalLine("m-\(i)"))
+            if i > 0 { #expect(try store.storedMessage("m-\(i - 1)") == nil) }
+            #expect(try store.events(after: 0, limit: 10).map(\.line) == [acceptedLine("m-\(i)"), finalLine("m-\(i)")])
+        }
+        let last = Int64(1_000 + 2 * (count - 1))
+        // The last one's id, taken again a millisecond later: stored (live), and still live after its old
+        // final's turn to be pruned.
+        #expect(try store.commit(batch(inserting: ["m-\(count - 1)"], at: last + 1), nowUnixMillis: last + 1).persisted.map(\.outcome)
+                == [.stored])
+        _ = try store.commit(batch(inserting: ["n"], at: last + 2), nowUnixMillis: last + 2)
+        #expect(try store.load(nowUnixMillis: last + 2).live.map(\.messageID) == ["m-\(count - 1)", "n"])
+        #expect(try store.events(after: 0, limit: 10).map(\.line) == [acceptedLine("n")])
+    }
+
     @Test(arguments: StoreKind.allCases)
     func progressOfAFinalMessageIsIgnored(kind: StoreKind) throws {
         let directory = TemporaryDirectory()
