@@ -605,6 +605,25 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(h.dispatcher.rateKeysTracked == 0)
     }
 
+    /// A key's strikes last while any message to it is outstanding, also one sent before the first strike:
+    /// the next strike backs off longer.
+    @Test func rateLimitStrikesLastWhileAnEarlierMessageToTheKeyIsOutstanding() {
+        var h = Harness()
+        h.startReady()
+        h.accept("a-1", to: "token-a")
+        h.accept("a-2", to: "token-a")
+        #expect(h.sends.map(\.messageID) == ["a-1", "a-2"])
+        h.nack("a-1", "DEVICE_MESSAGE_RATE_EXCEEDED", on: 1)  // strike 1: about 1 s
+        h.nack("a-2", "INVALID_JSON", on: 1)  // final; a-1 is still outstanding, so the strike stays
+        h.advance(to: 1.5)
+        #expect(h.sends.map(\.messageID) == ["a-1", "a-2", "a-1"])
+        h.nack("a-1", "DEVICE_MESSAGE_RATE_EXCEEDED", on: 1)  // strike 2: about 2 s, not 1 s
+        h.advance(to: 2.9)
+        #expect(h.sends.count == 3)
+        h.advance(to: 4)
+        #expect(h.sends.map(\.messageID) == ["a-1", "a-2", "a-1", "a-1"])
+    }
+
     @Test func ackTimeoutEndsAnInFlightMessagePastItsTTLAsExpired() {
         var h = Harness(ackTimeout: 30)
         h.startReady()
