@@ -559,48 +559,48 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     }
 
     private func perform(_ action: consuming DispatcherAction) {
-            switch consume action {
-            case .open(let id, let endpoint):
-                let connection = connectionFactory.makeConnection(id: id, endpoint: endpoint, delegate: self)
-                connections[id] = connection
-                connection.start()
-            case .send(let id, let record):
-                connections[id]?.send(utf8: record.stanza)
-            case .ack(let id, let to, let messageID):
-                // Released by `recorded(through:)`: its event is committed and written to the events sink.
-                connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
-            case .persist(let record, let line):
-                writer.enqueue(StoreBatch.Insert(record: record, line: line,
-                                                 acceptedLine: journalText(.accepted(messageID: record.messageID))))
-            case .record(let request) where storeDown && request.finalMessageID == nil && request.handedOverMessageID == nil:
-                // A rejection while the store cannot take writes: the submitter must learn it now (retryable),
-                // not once the disk has room again. It is written at once, not journaled (no `seq`); it
-                // releases nothing, so nothing else is handed over early.
-                outlet.append(Self.unjournaledLine(request.event, timeUnixMillis: wallClock()))
-                if !outlet.flush() { outletFailed() }
-                apiRecord(request, writtenNow: true)
-                if loggedRecords.isEmpty || loggedRecords.remove(request.id) == nil { log(request.event) }
-            case .record(let request):
-                writer.enqueue(StoreBatch.Record(id: request.id, line: journalText(request.event),
-                                                 finalMessageID: request.finalMessageID,
-                                                 handedOverMessageID: request.handedOverMessageID))
-                apiRecord(request, writtenNow: false)
-                if loggedRecords.isEmpty || loggedRecords.remove(request.id) == nil { log(request.event) }
-            case .saveProgress(let record):
-                writer.enqueueProgress(record)
-            case .log(let log):
-                logger.log(Self.level(log.level), log.message, fields: log.metadata)
-            case .abort(let id, let reason):
-                logger.warning("connection unresponsive; dropping it and resending its messages", ["connection": "\(id)", "reason": reason])
-                connections[id]?.abort()
-            case .close(let id):
-                connections[id]?.close()
-            case .stop(let reason):
-                logger.error("authentication failed: check sender_id and the server key",
-                             ["sender_id": configuration.senderID, "jid": "\(configuration.senderID)@\(configuration.jidDomain)",
-                              "messages_kept": configuration.store == .sqlite ? "\(dispatcher.outstanding)" : "0"])
-                perform(lifecycle.authenticationFailed(reason: reason, now: scheduler.now))
-            }
+        switch consume action {
+        case .open(let id, let endpoint):
+            let connection = connectionFactory.makeConnection(id: id, endpoint: endpoint, delegate: self)
+            connections[id] = connection
+            connection.start()
+        case .send(let id, let record):
+            connections[id]?.send(utf8: record.stanza)
+        case .ack(let id, let to, let messageID):
+            // Released by `recorded(through:)`: its event is committed and written to the events sink.
+            connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
+        case .persist(let record, let line):
+            writer.enqueue(StoreBatch.Insert(record: record, line: line,
+                                             acceptedLine: journalText(.accepted(messageID: record.messageID))))
+        case .record(let request) where storeDown && request.finalMessageID == nil && request.handedOverMessageID == nil:
+            // A rejection while the store cannot take writes: the submitter must learn it now (retryable),
+            // not once the disk has room again. It is written at once, not journaled (no `seq`); it
+            // releases nothing, so nothing else is handed over early.
+            outlet.append(Self.unjournaledLine(request.event, timeUnixMillis: wallClock()))
+            if !outlet.flush() { outletFailed() }
+            apiRecord(request, writtenNow: true)
+            if loggedRecords.isEmpty || loggedRecords.remove(request.id) == nil { log(request.event) }
+        case .record(let request):
+            writer.enqueue(StoreBatch.Record(id: request.id, line: journalText(request.event),
+                                             finalMessageID: request.finalMessageID,
+                                             handedOverMessageID: request.handedOverMessageID))
+            apiRecord(request, writtenNow: false)
+            if loggedRecords.isEmpty || loggedRecords.remove(request.id) == nil { log(request.event) }
+        case .saveProgress(let record):
+            writer.enqueueProgress(record)
+        case .log(let log):
+            logger.log(Self.level(log.level), log.message, fields: log.metadata)
+        case .abort(let id, let reason):
+            logger.warning("connection unresponsive; dropping it and resending its messages", ["connection": "\(id)", "reason": reason])
+            connections[id]?.abort()
+        case .close(let id):
+            connections[id]?.close()
+        case .stop(let reason):
+            logger.error("authentication failed: check sender_id and the server key",
+                         ["sender_id": configuration.senderID, "jid": "\(configuration.senderID)@\(configuration.jidDomain)",
+                          "messages_kept": configuration.store == .sqlite ? "\(dispatcher.outstanding)" : "0"])
+            perform(lifecycle.authenticationFailed(reason: reason, now: scheduler.now))
+        }
     }
 
     /// Lets a waiting intake read on once the outstanding messages fell below half of `max_queued` (and their
