@@ -87,15 +87,11 @@ extension XMLWriter {
     }
 
     /// Whether any of the eight bytes of `word` is one `appendEscaped` looks at (a C0 control, `&`, `<`, `>`,
-    /// 0xEF, and in an attribute `"` `'`): the zero-byte test on `word` XOR each byte value. Never false
-    /// when one is; may be true when none is (then the bytes are looked at one by one).
+    /// 0xEF, and in an attribute `"` `'`), by `ByteWord`'s tests; when it is, the bytes are looked at one by one.
     private static func mayNeedReplacement(_ word: UInt64, inAttribute: Bool) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        func hasZero(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
-        let below20 = (word &- ones &* 0x20) & ~word & highs
-        var found = below20 | hasZero(word ^ (ones &* 0x26)) | hasZero(word ^ (ones &* 0x3C)) | hasZero(word ^ (ones &* 0x3E))
-            | hasZero(word ^ (ones &* 0xEF))
-        if inAttribute { found |= hasZero(word ^ (ones &* 0x22)) | hasZero(word ^ (ones &* 0x27)) }
+        var found = ByteWord.hasBelow(word, 0x20) | ByteWord.has(word, 0x26) | ByteWord.has(word, 0x3C)
+            | ByteWord.has(word, 0x3E) | ByteWord.has(word, 0xEF)
+        if inAttribute { found |= ByteWord.has(word, 0x22) | ByteWord.has(word, 0x27) }
         return found != 0
     }
 }

@@ -1,3 +1,5 @@
+import XMLStream
+
 /// JSON writing into a byte buffer: the same text as `write(to:)` and `writeString(_:to:)` on a `String`,
 /// as UTF-8 bytes, for the per-message path (stanzas and event lines), which then grows no `String`.
 extension JSONValue {
@@ -104,14 +106,10 @@ extension JSONValue {
         out.append(UInt8(ascii: "\""))
     }
 
-    /// Whether any of the eight bytes of `word` is one `writeString` looks at (a C0 control, `"`, `\`, 0xEF):
-    /// the zero-byte test on `word` XOR each byte value. Never false when one is; may be true when none is
-    /// (then the bytes are looked at one by one).
+    /// Whether any of the eight bytes of `word` is one `writeString` looks at (a C0 control, `"`, `\`, 0xEF),
+    /// by `ByteWord`'s tests; when it is, the bytes are looked at one by one.
     private static func mayNeedEscape(_ word: UInt64) -> Bool {
-        let ones: UInt64 = 0x0101_0101_0101_0101, highs: UInt64 = 0x8080_8080_8080_8080
-        func hasZero(_ x: UInt64) -> UInt64 { (x &- ones) & ~x & highs }
-        let below20 = (word &- ones &* 0x20) & ~word & highs
-        return below20 | hasZero(word ^ (ones &* 0x22)) | hasZero(word ^ (ones &* 0x5C)) | hasZero(word ^ (ones &* 0xEF)) != 0
+        ByteWord.hasBelow(word, 0x20) | ByteWord.has(word, 0x22) | ByteWord.has(word, 0x5C) | ByteWord.has(word, 0xEF) != 0
     }
 
     /// Appends the ASCII of a static text.

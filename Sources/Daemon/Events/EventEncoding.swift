@@ -1,4 +1,5 @@
 import CCS
+import XMLStream
 
 extension DispatcherEvent {
     /// The event as one JSON object with an `event` field, keys in alphabetical order, then a newline.
@@ -196,18 +197,11 @@ struct EventLine {
         guard let base = utf8.baseAddress else { return true }
         let count = utf8.count
         var index = 0
-        let ones: UInt64 = 0x0101_0101_0101_0101
-        let highs: UInt64 = 0x8080_8080_8080_8080
         while index + 8 <= count {
             let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-            // A byte ≥ 0x80; a byte < 0x20 (exact once no byte is ≥ 0x80); a zero byte after XOR with `"` or `\\`.
-            let nonASCII = word & highs
-            let control = (word &- ones &* 0x20) & ~word & highs
-            let quoted = word ^ (ones &* 0x22)
-            let backslashed = word ^ (ones &* 0x5C)
-            let quote = (quoted &- ones) & ~quoted & highs
-            let backslash = (backslashed &- ones) & ~backslashed & highs
-            if nonASCII | control | quote | backslash != 0 { return false }
+            if ByteWord.hasNonASCII(word) | ByteWord.hasBelow(word, 0x20) | ByteWord.has(word, 0x22) | ByteWord.has(word, 0x5C) != 0 {
+                return false
+            }
             index += 8
         }
         while index < count {
