@@ -11,14 +11,14 @@ import Testing
         var count = 0
     }
 
-    /// Twenty messages of about 90 bytes of JSON (weighing about 1,110 bytes each) against a bound of 11,000
-    /// bytes (the count bound, 20,000, is far away): the batch is taken, intake pauses; acks that leave more
-    /// than half the weight outstanding do not resume it; the ack that brings it below half does. Every
-    /// message is accepted and acked once, in input order.
-    @Test func intakePausesAtTheByteBoundAndResumesBelowHalf() {
+    /// A daemon with `max_queued_bytes` 11,000 that took twenty messages of about 90 bytes of JSON (about
+    /// 1,110 bytes each with the bookkeeping) in one batch and sent them all; the batch's resume callback
+    /// counts into `resumed`. Message ids are `PREFIX-0` to `PREFIX-19`.
+    static func twentySentAgainstABoundOf11000(prefix: String)
+        -> (h: DaemonDriverTests.Harness, ids: [String], resumed: Resumed) {
         let h = DaemonDriverTests.Harness(store: .memory) { $0.maxQueuedBytes = 11_000 }
         h.startReady()
-        let ids = (0..<20).map { "bytes-\($0)" }
+        let ids = (0..<20).map { "\(prefix)-\($0)" }
         let resumed = Resumed()
         let items: [CCSDaemon.IntakeItem] = ids.enumerated().map { index, id in
             let line = #"{"to":"tok-\#(id)-APA91b","message_id":"\#(id)","data":{"n":"1"},"time_to_live":600}"#
@@ -26,6 +26,15 @@ import Testing
         }
         h.daemon.submit(items) { resumed.count += 1 }
         #expect(h.settle { h.sentDownstream().count == 20 })
+        return (h, ids, resumed)
+    }
+
+    /// Twenty messages of about 90 bytes of JSON (weighing about 1,110 bytes each) against a bound of 11,000
+    /// bytes (the count bound, 20,000, is far away): the batch is taken, intake pauses; acks that leave more
+    /// than half the weight outstanding do not resume it; the ack that brings it below half does. Every
+    /// message is accepted and acked once, in input order.
+    @Test func intakePausesAtTheByteBoundAndResumesBelowHalf() {
+        let (h, ids, resumed) = Self.twentySentAgainstABoundOf11000(prefix: "bytes")
         #expect(resumed.count == 0, "intake resumed with about 22,000 bytes outstanding against a bound of 11,000")
         // Ten acked: about 11,000 bytes left, not below half of the bound.
         for id in ids.prefix(10) { h.ack(id) }
@@ -45,16 +54,7 @@ import Testing
     /// "at once"): the outstanding messages now weigh far less than half the new bound, so intake resumes
     /// without waiting for any of them to end (here none ends: nothing is acked before the check).
     @Test func aReloadThatRaisesTheByteBoundResumesAPausedIntakeAtOnce() {
-        let h = DaemonDriverTests.Harness(store: .memory) { $0.maxQueuedBytes = 11_000 }
-        h.startReady()
-        let ids = (0..<20).map { "raise-\($0)" }
-        let resumed = Resumed()
-        let items: [CCSDaemon.IntakeItem] = ids.enumerated().map { index, id in
-            let line = #"{"to":"tok-\#(id)-APA91b","message_id":"\#(id)","data":{"n":"1"},"time_to_live":600}"#
-            return .message(try! DownstreamIntake.parse(line: line, now: Date()).get(), line: index + 1)
-        }
-        h.daemon.submit(items) { resumed.count += 1 }
-        #expect(h.settle { h.sentDownstream().count == 20 })
+        let (h, ids, resumed) = Self.twentySentAgainstABoundOf11000(prefix: "raise")
         #expect(resumed.count == 0)
         var configuration = h.daemon.configuration
         configuration.maxQueuedBytes = 1 << 20
@@ -66,16 +66,7 @@ import Testing
 
     /// The same for a raise that comes from the default following `connections` (no `max_queued_bytes` set).
     @Test func aReloadThatRaisesTheDefaultByteBoundResumesAPausedIntakeAtOnce() {
-        let h = DaemonDriverTests.Harness(store: .memory) { $0.maxQueuedBytes = 11_000 }
-        h.startReady()
-        let ids = (0..<20).map { "raise-default-\($0)" }
-        let resumed = Resumed()
-        let items: [CCSDaemon.IntakeItem] = ids.enumerated().map { index, id in
-            let line = #"{"to":"tok-\#(id)-APA91b","message_id":"\#(id)","data":{"n":"1"},"time_to_live":600}"#
-            return .message(try! DownstreamIntake.parse(line: line, now: Date()).get(), line: index + 1)
-        }
-        h.daemon.submit(items) { resumed.count += 1 }
-        #expect(h.settle { h.sentDownstream().count == 20 })
+        let (h, ids, resumed) = Self.twentySentAgainstABoundOf11000(prefix: "raise-default")
         #expect(resumed.count == 0)
         var configuration = h.daemon.configuration
         configuration.maxQueuedBytes = nil  // back to the default: 1 MiB
