@@ -72,7 +72,7 @@ public final class CCSEmulator: @unchecked Sendable {
     var cutSequence = 0
     private var policy: DownstreamPolicy
     /// Per downstream message_id: attempts decided (drain nacks excluded), the target, and whether acked.
-    var seen: [String: Seen] = [:]
+    var seen = SeenMessages()
     private var upstreamSequence = 0
     private var pingSequence = 0
     /// Upstream messages to redeliver once a connection is ready (none was when theirs closed).

@@ -55,7 +55,7 @@ extension CCSEmulator {
     public func messageIDs() -> EmulatorMessageIDs {
         let body = { () -> EmulatorMessageIDs in
             EmulatorMessageIDs(downstreamReceived: self.seen.keys.sorted(),
-                               downstreamAcked: self.seen.filter { $0.value.acked }.keys.sorted(),
+                               downstreamAcked: self.seen.keys(where: \.acked).sorted(),
                                upstreamSent: self.sentLog.upstream, receiptsSent: self.sentLog.receipts,
                                clientAcked: self.clientAcks().map(\.messageID),
                                clientAckedOn: self.clientAcks().map(\.connection))
