@@ -149,8 +149,14 @@ public final class TLSConnection {
         if bufferedBytes > maxBufferedWriteBytes / 2 { wantsDrainNotification = true }
     }
 
-    /// Plaintext held for the end of the loop turn before it is encrypted at once: 64 KiB.
-    static let coalesceBytes = 64 * 1024
+    /// Plaintext held for the end of the loop turn before it is encrypted and sent at once: 4 KiB.
+    ///
+    /// Small, so that a burst (a turn that answers a read of 100 acks with 100 stanzas) leaves in pieces the
+    /// peer starts on while this side writes the rest: both ends then work at the same time instead of in
+    /// turns. With one piece per turn (64 KiB before) ccsd and the emulator alternated, each idle while the
+    /// other handled the whole window, and a 1-connection flood ran at about 71,000 msgs/s (median of 6);
+    /// with 4 KiB (about 18 stanzas or 28 acks per send) at about 110,000. 8 KiB gave 106,000, 2 KiB 90,000.
+    static let coalesceBytes = 4 * 1024
 
     /// Encrypts the plaintext queued by `write` and hands it to the socket.
     private func flushPendingPlaintext() {
