@@ -26,6 +26,22 @@ public final class EventOutlet: @unchecked Sendable {
             ownsDescriptor = true
         }
         buffer.reserveCapacity(64 * 1024)
+        Self.enlargePipe(fd)
+    }
+
+    /// The kernel buffer asked for when the events go to a pipe: 1 MiB (Linux's default for the most an
+    /// unprivileged process may ask, `/proc/sys/fs/pipe-max-size`).
+    static let pipeBytes: Int32 = 1 << 20
+
+    /// When `fd` is a pipe, asks the kernel for a buffer of `pipeBytes` (`F_SETPIPE_SZ`, fcntl(2); best effort,
+    /// a refusal keeps the default 64 KiB). A flood's commit writes tens of KiB of lines at once: with 64 KiB
+    /// the loop often blocked in `flush` until the reader caught up, though the reader was not slow, only
+    /// a moment behind.
+    private static func enlargePipe(_ fd: Int32) {
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFIFO else { return }
+        let setPipeSize: Int32 = 1031  // F_SETPIPE_SZ (Linux), not imported into Swift
+        _ = fcntl(fd, setPipeSize, pipeBytes)
     }
 
     deinit {
