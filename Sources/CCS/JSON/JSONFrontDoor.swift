@@ -44,11 +44,15 @@ public enum JSONFrontDoor {
     public static func withObject<Result>(_ text: String, _ read: (borrowing ObjectView) -> Result?) -> Result? {
         guard !foundationOnly else { return nil }
         var text = text
-        return text.withUTF8 { utf8 in
-            withTokens(UnsafeRawBufferPointer(utf8)) { tokens -> Result? in
-                guard let view = ObjectView(tokens) else { return nil }
-                return read(view)
-            }
+        return text.withUTF8 { utf8 in withObject(utf8: UnsafeRawBufferPointer(utf8), read) }
+    }
+
+    /// `withObject(_:_:)` over UTF-8 bytes (valid only during the call; bytes that are not UTF-8 are declined).
+    public static func withObject<Result>(utf8 bytes: UnsafeRawBufferPointer, _ read: (borrowing ObjectView) -> Result?) -> Result? {
+        guard !foundationOnly else { return nil }
+        return withTokens(bytes) { tokens -> Result? in
+            guard let view = ObjectView(tokens) else { return nil }
+            return read(view)
         }
     }
 
