@@ -55,7 +55,7 @@ struct PendingPayload {
         childNamespace = nil
         if !stanzaAttributes.isEmpty { stanzaAttributes.removeAll() }
         if !childAttributes.isEmpty { childAttributes.removeAll() }
-        stanzaText.removeAll(keepingCapacity: true)
+        if !stanzaText.isEmpty { stanzaText.removeAll(keepingCapacity: true) }
         text.removeAll(keepingCapacity: true)
     }
 }

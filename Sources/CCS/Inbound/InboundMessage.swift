@@ -337,13 +337,15 @@ extension InboundMessage {
     /// `read(_:)` over the text's UTF-8 bytes.
     private static func read(_ bytes: UnsafeRawBufferPointer) -> Read? {
         JSONFrontDoor.withObject(utf8: bytes) { (object: borrowing JSONFrontDoor.ObjectView) -> Read? in
-            guard let type = object.string("message_type"), type == "ack" || type == "nack",
+            // The type compared as bytes: no `String` of it is needed.
+            let isAck = object.string("message_type", is: "ack")
+            guard isAck || object.string("message_type", is: "nack"),
                   let messageID = object.string("message_id"), !messageID.isEmpty else { return object.dictionary().map(Read.object) }
             // Members found so far (keys are distinct): once they are all of the object's members, the others
             // are absent without a lookup each (the usual ack is message_type, message_id and from alone).
             var found = 2
             let from = member("from", of: object, found: &found)
-            if type == "ack" {
+            if isAck {
                 let canonicalRegistrationID = member("registration_id", of: object, found: &found)
                 guard found == object.count || !hasGroupMembers(object) else { return object.dictionary().map(Read.object) }
                 return .message(.ack(Ack(messageID: messageID, from: from, canonicalRegistrationID: canonicalRegistrationID, group: nil)))

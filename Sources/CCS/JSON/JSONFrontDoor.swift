@@ -1,5 +1,6 @@
 import CJSONFrontDoor
 import Foundation
+import Synchronization
 
 /// The one door through which ccsd parses JSON: intake lines, acks, nacks, receipts, upstream and control
 /// messages, configuration (ccs-protocol.md §2–3). Backed by Debian's simdjson (its On-Demand API, behind the
@@ -94,6 +95,16 @@ public enum JSONFrontDoor {
             return JSONFrontDoor.text(tokens[at + 1])
         }
 
+        /// True when the member named `key` is a string whose UTF-8 is `value`'s (compared as bytes, nothing built).
+        public func string(_ key: String, is value: String) -> Bool {
+            guard let at = index(of: key), tokens[at + 1].kind == UInt8(CCSD_JSON_STRING.rawValue) else { return false }
+            let token = tokens[at + 1]
+            var value = value
+            return value.withUTF8 { wanted in
+                Int(token.length) == wanted.count && (wanted.isEmpty || memcmp(token.text, wanted.baseAddress!, wanted.count) == 0)
+            }
+        }
+
         /// The whole object, built as `JSONFrontDoor.parse` builds it; nil when a value in it is declined.
         public func dictionary() -> [String: JSONValue]? {
             var index = 0
@@ -128,16 +139,30 @@ public enum JSONFrontDoor {
         let pointer: OpaquePointer
     }
 
+    /// One parser kept beside the pool, taken and put back with one atomic exchange each (the address, 0
+    /// when empty): the usual parse, one at a time per thread, skips the pool's lock and array. Whoever takes
+    /// the address owns that parser until it puts it back, so it is still used by one thread at a time.
+    private static let spare = Atomic<UInt>(0)
+
     /// Runs `body` over the tokens of `bytes`; nil when simdjson refuses the text (or memory runs out).
     static func withTokens<Result>(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeBufferPointer<ccsd_json_token>) -> Result?) -> Result? {
-        guard let parser = pool.withLock({ $0.popLast() }) ?? ccsd_json_parser_new(maxDepth).map(Parser.init) else { return nil }
+        let parser: Parser
+        if let taken = OpaquePointer(bitPattern: spare.exchange(0, ordering: .acquiring)) {
+            parser = Parser(pointer: taken)
+        } else {
+            guard let pooled = pool.withLock({ $0.popLast() }) ?? ccsd_json_parser_new(maxDepth).map(Parser.init) else { return nil }
+            parser = pooled
+        }
         defer {
-            let kept = pool.withLock { pool in
-                guard pool.count < 16 else { return false }
-                pool.append(parser)
-                return true
+            let address = UInt(bitPattern: Int(bitPattern: parser.pointer))
+            if !spare.compareExchange(expected: 0, desired: address, ordering: .releasing).exchanged {
+                let kept = pool.withLock { pool in
+                    guard pool.count < 16 else { return false }
+                    pool.append(parser)
+                    return true
+                }
+                if !kept { ccsd_json_parser_free(parser.pointer) }
             }
-            if !kept { ccsd_json_parser_free(parser.pointer) }
         }
         var tokens: UnsafePointer<ccsd_json_token>?
         var count = 0
