@@ -52,33 +52,40 @@ public enum JSONFrontDoor {
     public static func withObject<Result>(utf8 bytes: UnsafeRawBufferPointer, _ read: (borrowing ObjectView) -> Result?) -> Result? {
         guard !foundationOnly else { return nil }
         return withTokens(bytes) { tokens -> Result? in
-            guard let view = ObjectView(tokens) else { return nil }
-            return read(view)
+            guard let first = tokens.first, first.kind == UInt8(CCSD_JSON_OBJECT.rawValue) else { return nil }
+            // The key list in temporary storage (on the stack for a small object): at most one key per two tokens.
+            return withUnsafeTemporaryAllocation(of: Int.self, capacity: max(1, Int(first.end) / 2)) { keys -> Result? in
+                guard let view = ObjectView(tokens, keys: keys) else { return nil }
+                return read(view)
+            }
         }
     }
 
     /// The top-level members of one parsed object, built on demand. Valid only inside `withObject`.
     public struct ObjectView: ~Copyable {
         private let tokens: UnsafeBufferPointer<ccsd_json_token>
-        /// Token indexes of the top-level keys.
-        private let keys: [Int]
+        /// Token indexes of the top-level keys (the first `count` of the storage `withObject` lends).
+        private let keys: UnsafeMutableBufferPointer<Int>
+        /// How many top-level members the object has (their keys are distinct: a repeated key is declined).
+        public let count: Int
 
-        fileprivate init?(_ tokens: UnsafeBufferPointer<ccsd_json_token>) {
+        /// - Parameter keys: room for at least `tokens[0].end / 2` indexes, valid while the view is.
+        fileprivate init?(_ tokens: UnsafeBufferPointer<ccsd_json_token>, keys storage: UnsafeMutableBufferPointer<Int>) {
             guard let first = tokens.first, first.kind == UInt8(CCSD_JSON_OBJECT.rawValue) else { return nil }
-            var keys: [Int] = []
-            keys.reserveCapacity(min(Int(first.end) / 2, 16))  // at most one key per two tokens
+            var count = 0
             var seen: Set<String> = []  // the keys' texts, once there are too many to compare each with each
             var index = 1
             while index < Int(first.end) {
                 let key = tokens[index]
                 guard JSONFrontDoor.isASCII(key) else { return nil }
-                if keys.count < 8 {
-                    for earlier in keys where JSONFrontDoor.sameText(tokens[earlier], key) { return nil }
+                if count < 8 {
+                    for earlier in storage[0..<count] where JSONFrontDoor.sameText(tokens[earlier], key) { return nil }
                 } else {
-                    if seen.isEmpty { seen = Set(keys.map { JSONFrontDoor.text(tokens[$0]) }) }
+                    if seen.isEmpty { seen = Set(storage[0..<count].map { JSONFrontDoor.text(tokens[$0]) }) }
                     guard seen.insert(JSONFrontDoor.text(key)).inserted else { return nil }
                 }
-                keys.append(index)
+                storage[count] = index  // each key is followed by its value: at most `first.end / 2` keys
+                count += 1
                 index = JSONFrontDoor.next(tokens, after: index + 1)
             }
             // Numbers are the one token simdjson passes unchecked: a text Foundation would refuse for one is declined.
@@ -86,7 +93,8 @@ public enum JSONFrontDoor {
                 guard JSONFrontDoor.number(token) != nil else { return nil }
             }
             self.tokens = tokens
-            self.keys = keys
+            self.keys = storage
+            self.count = count
         }
 
         /// The string member named `key` without building anything else; nil when absent or not a string.
@@ -114,13 +122,11 @@ public enum JSONFrontDoor {
         /// True when the object has a member named `key`.
         public func contains(_ key: String) -> Bool { index(of: key) != nil }
 
-        /// How many top-level members the object has (their keys are distinct: a repeated key is declined).
-        public var count: Int { keys.count }
 
         private func index(of key: String) -> Int? {
             var key = key
             return key.withUTF8 { wanted in
-                keys.first { at in
+                keys[0..<count].first { at in
                     let token = tokens[at]
                     return Int(token.length) == wanted.count
                         && (wanted.isEmpty || memcmp(token.text, wanted.baseAddress!, wanted.count) == 0)
