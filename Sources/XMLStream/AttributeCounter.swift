@@ -66,6 +66,11 @@ struct AttributeCounter {
                 state = .text
                 index = at + 1
                 continue
+            case .startTag:
+                // Names and whitespace are skipped to the next byte that matters (a quote, `=` or `>`), which
+                // is then taken below.
+                while index < end, !Self.mattersInStartTag(base[index]) { index += 1 }
+                guard index < end else { return nil }
             default:
                 break
             }
@@ -107,6 +112,13 @@ struct AttributeCounter {
             }
         }
         return nil
+    }
+
+    /// `'`, `"`, `=` and `>`, the bytes a start tag's state changes on, as bits of a mask (all are below 0x40).
+    private static let startTagStops: UInt64 = 1 << 0x27 | 1 << 0x22 | 1 << 0x3D | 1 << 0x3E
+
+    private static func mattersInStartTag(_ byte: UInt8) -> Bool {
+        byte < 0x40 && startTagStops & (1 << UInt64(byte)) != 0
     }
 
     /// The offset of the first `byte` in `base[from..<end]`, or nil.

@@ -78,9 +78,30 @@ public final class XMLStreamParser {
     /// Counts each start tag's attributes in the bytes before libxml2 parses the tag.
     private var attributeCounter: AttributeCounter
 
-    public init(limits: XMLStreamLimits = XMLStreamLimits()) {
+    /// The stanza shape handed over as its payload text by `feed(_:payload:_:)`; nil: every stanza is built.
+    public let payloadShape: XMLPayloadShape?
+    /// The shape's texts, NUL-terminated, compared with what libxml2 reports.
+    private let shapeName: [UInt8], shapeChildName: [UInt8], shapeChildNamespace: [UInt8], shapeRefusedAttribute: [UInt8]
+    /// The interned texts libxml2 reported last for the shape's name, child name and child namespace: the
+    /// same address is the same text within one context, so a match is usually one pointer comparison.
+    @exclusivity(unchecked) private var matchedName: UnsafePointer<xmlChar>?
+    @exclusivity(unchecked) private var matchedChildName: UnsafePointer<xmlChar>?
+    @exclusivity(unchecked) private var matchedChildNamespace: UnsafePointer<xmlChar>?
+    /// The owner's payload handler during `feed(_:payload:_:)`.
+    @exclusivity(unchecked) private var payloadHandler: ((UnsafeRawBufferPointer) -> Bool)?
+    /// The open stanza while it has the payload shape (then `stack` is empty).
+    @exclusivity(unchecked) private var pending = PendingPayload()
+
+    /// - Parameter payloadShape: stanzas of this shape may be handed over as their payload text
+    ///   (`feed(_:payload:_:)`); nil (the default) builds every stanza.
+    public init(limits: XMLStreamLimits = XMLStreamLimits(), payloadShape: XMLPayloadShape? = nil) {
         self.limits = limits
+        self.payloadShape = payloadShape
         attributeCounter = AttributeCounter(maxAttributes: limits.maxAttributes)
+        shapeName = Array((payloadShape?.name ?? "").utf8) + [0]
+        shapeChildName = Array((payloadShape?.childName ?? "").utf8) + [0]
+        shapeChildNamespace = Array((payloadShape?.childNamespace ?? "").utf8) + [0]
+        shapeRefusedAttribute = Array((payloadShape?.refusedAttribute ?? "").utf8) + [0]
     }
 
     deinit {
@@ -118,6 +139,28 @@ public final class XMLStreamParser {
                 isFeeding = false
             }
             return parse(base.assumingMemoryBound(to: CChar.self), count: bytes.count)
+        }
+        if let error { throw error }
+    }
+
+    /// Feeds the next bytes of the stream as `feed(_:_:)` does, and hands each stanza of `payloadShape` to
+    /// `payload` as the child's text (its character data joined, entities resolved, CDATA included, not
+    /// trimmed; valid only during the call) instead of building it. `payload` returns whether it took the
+    /// stanza: when it returns false, the stanza comes to `handler` as `.stanza`, the element `feed(_:_:)`
+    /// would have built. Limits, errors and event order are those of `feed(_:_:)`; a stanza that turns out
+    /// to have another shape is built from what was read of it and goes on as any other.
+    ///
+    /// - Throws: as `feed(_:_:)`.
+    /// - Precondition: not called from inside `handler` or `payload`.
+    public func feed(
+        _ bytes: UnsafeRawBufferPointer, payload: (UnsafeRawBufferPointer) -> Bool, _ handler: (XMLStreamEvent) -> Void
+    ) throws(XMLStreamError) {
+        precondition(!isFeeding, "XMLStreamParser.feed called from inside its own event handler")
+        let error = withoutActuallyEscaping(payload) { payload -> XMLStreamError? in
+            payloadHandler = payloadShape == nil ? nil : payload
+            defer { payloadHandler = nil }
+            do throws(XMLStreamError) { try feed(bytes, handler) } catch { return error }
+            return nil
         }
         if let error { throw error }
     }
@@ -232,11 +275,11 @@ public final class XMLStreamParser {
     /// After each piece: nothing libxml2 holds may exceed the stanza limit.
     private func checkBuffered(_ ctxt: xmlParserCtxtPtr) {
         let max = limits.maxStanzaBytes
-        if !stack.isEmpty {
+        if isStanzaOpen {
             // Every byte fed since the stanza's `<` belongs to it (libxml2 has not seen its end tag).
             let size = fedBytes - stanzaStart
             if size > max {
-                fail(.stanzaTooLarge, "stanza <\(stack[0].name)> exceeds \(max) bytes (at least \(size) so far)")
+                fail(.stanzaTooLarge, "stanza <\(openStanzaName)> exceeds \(max) bytes (at least \(size) so far)")
             }
         } else {
             let pending = fedBytes - Int(xmlByteConsumed(ctxt))
@@ -269,6 +312,10 @@ public final class XMLStreamParser {
         streamOpen = false
         streamEnded = false
         stack.removeAll()
+        pending.clear()
+        matchedName = nil
+        matchedChildName = nil
+        matchedChildNamespace = nil
         fedBytes = 0
         stanzaStart = 0
         stanzaTextBytes = 0
@@ -304,6 +351,12 @@ public final class XMLStreamParser {
         return " (line \(input.pointee.line), column \(input.pointee.col))"
     }
 
+    /// Whether a stanza is open (built on `stack`, or pending with the payload shape).
+    private var isStanzaOpen: Bool { !stack.isEmpty || pending.depth > 0 }
+
+    /// The local name of the open stanza.
+    private var openStanzaName: String { stack.first?.name ?? payloadShape?.name ?? "" }
+
     private func emit(_ event: XMLStreamEvent, endingAt end: Int) {
         lastEventEnd = end
         handler?(event)
@@ -314,20 +367,20 @@ public final class XMLStreamParser {
         attributeCount: Int, attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
     ) {
         guard isActive, let localname else { return }
+        if pending.depth > 0 {
+            if takePendingChild(localname: localname, uri: uri, attributeCount: attributeCount, attributes: attributes) { return }
+            materializePending()
+        } else if payloadHandler != nil, streamOpen, stack.isEmpty,
+                  beginsPayload(localname: localname, attributeCount: attributeCount, attributes: attributes) {
+            pending.depth = 1
+            pending.stanzaNamespace = uri
+            if attributeCount > 0 { pending.stanzaAttributes = makeAttributes(attributeCount, attributes) }
+            stanzaTextBytes = 0
+            return
+        }
         let name = nameCache.string(at: localname)
         let namespace = uri.map(namespaceString)
-        var attrs: [XMLAttribute] = []
-        if attributeCount > 0, let attributes {
-            attrs.reserveCapacity(attributeCount)
-            // Five pointers per attribute: local name, prefix, URI, value start, value end.
-            for index in 0..<attributeCount {
-                let fields = attributes + index * 5
-                guard let attributeName = fields[0], let start = fields[3], let end = fields[4] else { continue }
-                let value = String(decoding: UnsafeBufferPointer(start: start, count: end - start), as: UTF8.self)
-                attrs.append(XMLAttribute(
-                    name: String(cString: attributeName), namespace: fields[2].map(namespaceString), value: value))
-            }
-        }
+        let attrs = attributeCount > 0 ? makeAttributes(attributeCount, attributes) : []
 
         guard streamOpen else {
             openStream(name: name, namespace: namespace, attributes: attrs)
@@ -345,6 +398,124 @@ public final class XMLStreamParser {
             return
         }
         stack.append(XMLElement(name: name, namespace: namespace, attributes: attrs))
+    }
+
+    /// The attributes of a start tag as `XMLAttribute`s, in document order.
+    private func makeAttributes(
+        _ attributeCount: Int, _ attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    ) -> [XMLAttribute] {
+        guard let attributes else { return [] }
+        var attrs: [XMLAttribute] = []
+        attrs.reserveCapacity(attributeCount)
+        // Five pointers per attribute: local name, prefix, URI, value start, value end.
+        for index in 0..<attributeCount {
+            let fields = attributes + index * 5
+            guard let attributeName = fields[0], let start = fields[3], let end = fields[4] else { continue }
+            let value = String(decoding: UnsafeBufferPointer(start: start, count: end - start), as: UTF8.self)
+            attrs.append(XMLAttribute(
+                name: String(cString: attributeName), namespace: fields[2].map(namespaceString), value: value))
+        }
+        return attrs
+    }
+
+    // MARK: - The payload shape
+
+    /// True when a stanza's start tag has the payload shape's name and no refused attribute.
+    private func beginsPayload(
+        localname: UnsafePointer<xmlChar>, attributeCount: Int, attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    ) -> Bool {
+        guard Self.matches(localname, shapeName, &matchedName) else { return false }
+        if attributeCount > 0, let attributes {
+            for index in 0..<attributeCount {
+                let fields = attributes + index * 5
+                // `XMLElement.attribute(_:)` with no namespace: the unprefixed attribute of that name.
+                if fields[2] == nil, let name = fields[0], Self.matches(name, shapeRefusedAttribute, nil) { return false }
+            }
+        }
+        return true
+    }
+
+    /// Takes a start tag inside a pending payload stanza when the shape still holds: the first child, with
+    /// the shape's name and namespace, allowed at depth 2 and within the stanza bound. False otherwise (the
+    /// caller builds what is pending and goes on as the general path).
+    private func takePendingChild(
+        localname: UnsafePointer<xmlChar>, uri: UnsafePointer<xmlChar>?,
+        attributeCount: Int, attributes: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    ) -> Bool {
+        guard pending.depth == 1, !pending.childClosed, limits.maxDepth >= 2, let uri,
+              Self.matches(localname, shapeChildName, &matchedChildName),
+              Self.matches(uri, shapeChildNamespace, &matchedChildNamespace),
+              consumed - stanzaStart <= limits.maxStanzaBytes else { return false }
+        pending.depth = 2
+        pending.childNamespace = uri
+        if attributeCount > 0 { pending.childAttributes = makeAttributes(attributeCount, attributes) }
+        return true
+    }
+
+    /// True when the NUL-terminated `text` equals `expected` (NUL-terminated); `last` remembers the
+    /// address of the last match (libxml2 interns names and URIs: the same address has the same text).
+    private static func matches(
+        _ text: UnsafePointer<xmlChar>, _ expected: [UInt8], _ last: UnsafeMutablePointer<UnsafePointer<xmlChar>?>?
+    ) -> Bool {
+        if let last, last.pointee == text { return true }
+        let equal = expected.withUnsafeBufferPointer { strcmp(UnsafeRawPointer(text).assumingMemoryBound(to: CChar.self),
+                                                              UnsafeRawPointer($0.baseAddress!).assumingMemoryBound(to: CChar.self)) == 0 }
+        if equal, let last { last.pointee = text }
+        return equal
+    }
+
+    /// Builds the pending stanza (and its child, if it has one) as the general path would have built it so
+    /// far, onto `stack`, and forgets it as pending.
+    private func materializePending() {
+        let stanza = makePendingStanza(includingClosedChild: true)
+        if pending.depth == 2 {
+            stack = [stanza, makePendingChild()]
+        } else {
+            stack = [stanza]
+        }
+        pending.clear()
+    }
+
+    /// The pending stanza's element; with its child when the child is closed and `includingClosedChild`.
+    private func makePendingStanza(includingClosedChild: Bool) -> XMLElement {
+        var stanza = XMLElement(
+            name: payloadShape?.name ?? "", namespace: pending.stanzaNamespace.map(namespaceString),
+            attributes: pending.stanzaAttributes, text: Self.text(pending.stanzaText))
+        if includingClosedChild, pending.childClosed { stanza.children = [makePendingChild()] }
+        return stanza
+    }
+
+    private func makePendingChild() -> XMLElement {
+        XMLElement(
+            name: payloadShape?.childName ?? "", namespace: pending.childNamespace.map(namespaceString),
+            attributes: pending.childAttributes, text: Self.text(pending.text))
+    }
+
+    /// Character data as the general path joins it (libxml2 reports whole characters in each piece).
+    private static func text(_ bytes: [UInt8]) -> String {
+        bytes.isEmpty ? "" : String(decoding: bytes, as: UTF8.self)
+    }
+
+    /// The end tag of a pending payload stanza: its payload to the owner, or the element as a `.stanza`.
+    private func endPendingStanza() {
+        let end = consumed
+        let size = end - stanzaStart
+        if size > limits.maxStanzaBytes {
+            fail(.stanzaTooLarge, "stanza <\(openStanzaName)> is \(size) bytes, more than \(limits.maxStanzaBytes)")
+            return
+        }
+        stanzaStart = end
+        if pending.childClosed, let payloadHandler {
+            lastEventEnd = end
+            let taken = pending.text.withUnsafeBytes { payloadHandler($0) }
+            if taken {
+                pending.clear()
+                return
+            }
+        }
+        let element = makePendingStanza(includingClosedChild: true)
+        pending.clear()
+        emit(.stanza(element), endingAt: end)
     }
 
     private func openStream(name: String, namespace: String?, attributes: [XMLAttribute]) {
@@ -407,6 +578,15 @@ public final class XMLStreamParser {
 
     fileprivate func endElement() {
         guard isActive else { return }
+        if pending.depth == 2 {
+            pending.depth = 1
+            pending.childClosed = true
+            return
+        }
+        if pending.depth == 1 {
+            endPendingStanza()
+            return
+        }
         guard !stack.isEmpty else {
             guard streamOpen else { return }
             streamOpen = false
@@ -433,7 +613,7 @@ public final class XMLStreamParser {
     fileprivate func characters(_ chars: UnsafePointer<xmlChar>?, _ length: Int32) {
         guard isActive, let chars, length > 0 else { return }
         let buffer = UnsafeBufferPointer(start: chars, count: Int(length))
-        guard !stack.isEmpty else {
+        guard isStanzaOpen else {
             // Stream level: only whitespace keepalives (RFC 6120 §4.6.1).
             for byte in buffer where byte != 0x20 && byte != 0x0A && byte != 0x09 && byte != 0x0D {
                 fail(.unexpectedText, "character data between stanzas")
@@ -446,7 +626,15 @@ public final class XMLStreamParser {
         stanzaTextBytes += buffer.count
         let size = max(consumed - stanzaStart, stanzaTextBytes)
         if size > limits.maxStanzaBytes {
-            fail(.stanzaTooLarge, "stanza <\(stack[0].name)> exceeds \(limits.maxStanzaBytes) bytes")
+            fail(.stanzaTooLarge, "stanza <\(openStanzaName)> exceeds \(limits.maxStanzaBytes) bytes")
+            return
+        }
+        if pending.depth == 2 {
+            pending.text.append(contentsOf: buffer)
+            return
+        }
+        if pending.depth == 1 {
+            pending.stanzaText.append(contentsOf: buffer)
             return
         }
         let piece = String(decoding: buffer, as: UTF8.self)

@@ -131,6 +131,17 @@ public struct StreamNegotiation: Sendable {
         return fail(.streamClosedByPeer, message: "")
     }
 
+    /// True when `stanzaReceived` would answer a `<message>` stanza (in any namespace: neither an IQ nor a
+    /// stream error) with `[.deliver(stanza)]` alone, changing no state: from the bind request on, and after
+    /// `close()` only once ready. `XMPPClient` asks this before handing a payload over without an element.
+    public var deliversMessages: Bool {
+        switch state {
+        case .ready: return true
+        case .binding, .establishingSession: return !closeRequested
+        case .idle, .awaitingStreamHeader, .awaitingFeatures, .authenticating, .failed: return false
+        }
+    }
+
     /// One complete stanza (or nonza) arrived.
     public mutating func stanzaReceived(_ stanza: XMLElement) -> [Action] {
         if case .failed = state { return [] }

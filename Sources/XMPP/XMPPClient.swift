@@ -47,6 +47,12 @@ public protocol XMPPClientDelegate: AnyObject {
     /// request on, so this may come before `xmppClientDidBecomeReady` while the session request is pending
     /// (RFC 6120 §7, RFC 6121 Appendix E); replies to it (an upstream ACK) may be sent at once.
     func xmppClient(_ client: XMPPClient, didReceive stanza: XMLElement)
+    /// A CCS payload stanza (`XMLPayloadShape.ccs`: a `<message>` without `type` whose one child is a `gcm`
+    /// in `google:mobile:data` with text only) offered as the `gcm` text alone (not trimmed; valid only during
+    /// the call), where the stanza would otherwise come to `xmppClient(_:didReceive:)`. Returns whether it
+    /// took the payload; when false, the same stanza comes to `xmppClient(_:didReceive:)` as an element.
+    /// Default: false.
+    func xmppClient(_ client: XMPPClient, didReceivePayload text: UnsafeRawBufferPointer) -> Bool
     /// Something that did not end the stream but is worth a log line (a refused session, stanzas ignored
     /// before resource binding); `error` carries no stanza content. Default: nothing.
     func xmppClient(_ client: XMPPClient, noticed error: XMPPError)
@@ -56,6 +62,7 @@ public protocol XMPPClientDelegate: AnyObject {
 
 extension XMPPClientDelegate {
     public func xmppClient(_ client: XMPPClient, noticed error: XMPPError) {}
+    public func xmppClient(_ client: XMPPClient, didReceivePayload text: UnsafeRawBufferPointer) -> Bool { false }
 }
 
 /// The driver of one XMPP client stream: it owns the TLS connection, the streaming parser, the
@@ -84,7 +91,7 @@ public final class XMPPClient: TLSConnectionDelegate {
         self.loop = loop
         self.tag = tag
         self.delegate = delegate
-        self.parser = XMLStreamParser(limits: configuration.limits)
+        self.parser = XMLStreamParser(limits: configuration.limits, payloadShape: .ccs)
         self.negotiation = StreamNegotiation(credentials: configuration.credentials)
     }
 
@@ -194,7 +201,13 @@ public final class XMPPClient: TLSConnectionDelegate {
         do {
             // Events are handled as they come, so a stream restart (parser.reset() inside the handler)
             // applies to the very next byte of this read (RFC 6120 §6.4.6).
-            try parser.feed(bytes) { event in
+            try parser.feed(bytes, payload: { text in
+                guard !ended else { return true }  // dropped, as a `.stanza` event would be
+                // Offered only where the negotiation would deliver the stanza as it is (the one rule for
+                // that is `deliversMessages`); anything else comes as the element, below.
+                guard negotiation.deliversMessages, let delegate else { return false }
+                return delegate.xmppClient(self, didReceivePayload: text)
+            }) { event in
                 guard !ended else { return }
                 switch event {
                 case .streamStart(let header): perform(negotiation.streamStarted(header))

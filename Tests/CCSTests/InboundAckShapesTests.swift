@@ -47,6 +47,48 @@ import XMLStream
         }
     }
 
+    /// The stream parser's payload shortcut: `parse(payload:)` of a `gcm` text gives what `parse(stanza:)` gives
+    /// for the `<message>` around it (the same message, or the same error with the same digest), on every ack
+    /// and nack shape above, on every other kind of payload, with XML whitespace around it, and on texts that
+    /// are not JSON, not objects or not UTF-8; through the door and through Foundation alone.
+    @Test func payloadsReadAsTheirStanzas() {
+        var texts = Self.shapes()
+        texts += [
+            #"{"message_type":"ack","message_id":"m-2","from":"t","success":2,"failure":1,"failed_registration_ids":["x"]}"#,
+            #"{"message_type":"nack","message_id":"m-3","from":"t","error":"BAD_REGISTRATION","error_description":"Invalid token t-123456789012345678901234567890"}"#,
+            #"{"message_type":"receipt","message_id":"dr2:m-1","from":"gcm.googleapis.com","category":"c","data":{"message_status":"MESSAGE_SENT_TO_DEVICE","original_message_id":"m-1","device_registration_id":"t"}}"#,
+            #"{"category":"c","data":{"a":"<&>\u00e9 😀"},"message_id":"u-1","from":"device-1","time_to_live":5}"#,
+            #"{"message_type":"control","control_type":"CONNECTION_DRAINING"}"#,
+            #"{"message_type":"surprise","message_id":"x-1"}"#,
+            #"{"message_id":"u-\ud83d","from":"d","data":{}}"#,
+            #"{"message_id":"u-2","from":"d","data":{"n":1e400}}"#,
+            #"{"message_type":"ack","message_id":"m-1","message_id":"m-2"}"#,
+            #"{"message_type":"ack","message_id":"m-1",}"#,
+            "not json", "", "{", "[1]", "17", #"{"message_type":"ack"}"#, "{\"message_type\":\"ack\",\"message_id\":\"é\"}",
+        ]
+        var payloads: [[UInt8]] = []
+        for text in texts {
+            for (lead, trail) in [("", ""), (" ", ""), ("", "\n"), ("\r\n\t", " \r\n"), ("\u{301}", ""), ("", " \u{301}")] {
+                payloads.append(Array((lead + text + trail).utf8))
+            }
+        }
+        payloads += [[0xFF], Array(#"{"message_type":"ack","message_id":"m-"#.utf8) + [0xC3] + Array(#"","from":"t"}"#.utf8)]
+        for foundationOnly in [false, true] {
+            JSONFrontDoor.$foundationOnly.withValue(foundationOnly) {
+                for payload in payloads {
+                    let text = String(decoding: payload, as: UTF8.self)
+                    let stanza = XMLElement(name: "message", namespace: XMLNamespace.client, attributes: [.init(name: "id", value: "")],
+                                            children: [XMLElement(name: "gcm", namespace: XMLNamespace.gcm, text: text)])
+                    let whole = Result { () throws(InboundParseError) in try InboundMessage.parse(stanza: stanza) }
+                    let fromPayload = payload.withUnsafeBytes { bytes in
+                        Result { () throws(InboundParseError) -> InboundMessage? in try InboundMessage.parse(payload: bytes) }
+                    }
+                    #expect(fromPayload == whole, "\(text) foundationOnly \(foundationOnly)")
+                }
+            }
+        }
+    }
+
     /// Without this, the door could decline every shape and the comparison above would prove nothing.
     @Test func plainAcksAndNacksAreReadMemberByMember() {
         let read = JSONFrontDoor.withObject(#"{"from":"t","message_id":"m-1","message_type":"ack"}"#) { $0.count }

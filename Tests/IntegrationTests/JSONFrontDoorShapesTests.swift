@@ -81,4 +81,62 @@ import XMLStream
             }
         }
     }
+
+    /// The stream parser's payload shortcut agrees with the general path on the emulator's wire stanzas: each
+    /// shape written as the emulator writes it (plain and prefixed `gcm`, the plain-ack writer, the stanza
+    /// error), fed in one piece and byte by byte, reads through `feed(_:payload:_:)` and
+    /// `InboundMessage.parse(payload:)` as through the built element and `InboundMessage.parse(stanza:)`.
+    @Test func emulatorStanzasReadThroughThePayloadShortcutAsThroughTheirElements() {
+        let header = "<stream:stream from='gcm.googleapis.com' id='s1' version='1.0' xmlns='jabber:client' xmlns:stream='http://etherx.jabber.org/streams'>"
+        var wire: [(name: String, stanza: [UInt8], shortcut: Bool)] = []
+        for shape in Self.shapes() {
+            wire.append((shape.name, Array(ServerStanzas.message(json: shape.json).utf8), true))
+            wire.append((shape.name + " prefixed", Array(ServerStanzas.message(json: shape.json, prefixed: true).utf8), true))
+        }
+        var plainAck: [UInt8] = []
+        #expect(ServerStanzas.appendPlainAck(from: Self.token, messageID: "m-9", to: &plainAck))
+        wire.append(("plain ack writer", plainAck, true))
+        wire.append(("stanza error", Array(ServerStanzas.stanzaError(id: "m-7", echoedPayload: #"{"random":"text"}"#, text: "InvalidJson").utf8), false))
+        wire.append(("connection draining", Array(ServerStanzas.connectionDraining.utf8), true))
+        for (name, stanza, shortcut) in wire {
+            let bytes = Array(header.utf8) + stanza
+            for chunk in [bytes.count, 1] {
+                var general: [Result<InboundMessage?, InboundParseError>] = []
+                let plain = XMLStreamParser()
+                var fast: [Result<InboundMessage?, InboundParseError>] = []
+                var taken = 0
+                let shaped = XMLStreamParser(payloadShape: .ccs)
+                var offset = 0
+                while offset < bytes.count {
+                    let piece = Array(bytes[offset..<min(offset + chunk, bytes.count)])
+                    offset += piece.count
+                    let failure = piece.withUnsafeBytes { buffer -> XMLStreamError? in
+                        do throws(XMLStreamError) {
+                            try plain.feed(buffer) { event in
+                                if case .stanza(let element) = event {
+                                    general.append(Result { () throws(InboundParseError) in try InboundMessage.parse(stanza: element) })
+                                }
+                            }
+                            try shaped.feed(buffer, payload: { text in
+                                taken += 1
+                                fast.append(Result { () throws(InboundParseError) -> InboundMessage? in try InboundMessage.parse(payload: text) })
+                                return true
+                            }) { event in
+                                if case .stanza(let element) = event {
+                                    fast.append(Result { () throws(InboundParseError) in try InboundMessage.parse(stanza: element) })
+                                }
+                            }
+                        } catch {
+                            return error
+                        }
+                        return nil
+                    }
+                    #expect(failure == nil, "\(name)")
+                }
+                #expect(general.count == 1, "\(name)")
+                #expect(fast == general, "\(name) chunk \(chunk)")
+                #expect(taken == (shortcut ? 1 : 0), "\(name) chunk \(chunk)")
+            }
+        }
+    }
 }

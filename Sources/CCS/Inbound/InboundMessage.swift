@@ -197,9 +197,35 @@ extension InboundMessage {
             return .stanzaError(parseStanzaError(stanza, gcm: gcm))
         }
         guard let gcm else { return nil }
-        let text = gcm.text.trimmingXMLWhitespace()
+        return try classifyReportingDigest(gcm.text.trimmingXMLWhitespace(), nil)
+    }
+
+    /// Classifies the text of a `<message>`'s `gcm` child as `parse(stanza:)` does for a stanza without
+    /// `type="error"` that has one: the same result and errors, read from the bytes as given (the XML stream
+    /// parser's payload, `XMLPayloadShape.ccs`), without an `XMLElement` and, for an ack or nack, without a
+    /// `String` of the whole text.
+    /// - Throws: `InboundParseError` as `parse(stanza:)`.
+    public static func parse(payload bytes: UnsafeRawBufferPointer) throws(InboundParseError) -> InboundMessage {
+        // Text with XML whitespace at either end is trimmed by `trimmingXMLWhitespace` (by characters), as
+        // `parse(stanza:)` does; the usual payload has none and is read as it is.
+        guard let first = bytes.first, let last = bytes.last, !isXMLWhitespace(first), !isXMLWhitespace(last) else {
+            return try classifyReportingDigest(String(decoding: bytes, as: UTF8.self).trimmingXMLWhitespace(), nil)
+        }
+        let readBytes = read(bytes)
+        if case .message(let message)? = readBytes { return message }
+        // Bytes the door read are UTF-8, so the text has exactly these bytes and its read is `readBytes`.
+        return try classifyReportingDigest(String(decoding: bytes, as: UTF8.self), readBytes)
+    }
+
+    private static func isXMLWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
+    }
+
+    /// `classify` with the payload digest on its error (as `parse(stanza:)`); `known` is the text's `read`
+    /// when already done (nil: read it here).
+    private static func classifyReportingDigest(_ text: String, _ known: Read?) throws(InboundParseError) -> InboundMessage {
         do {
-            return try classify(text)
+            return try classify(text, known ?? read(text))
         } catch {
             var error = error
             error.payloadDigest = fnv1a(text)
@@ -207,9 +233,10 @@ extension InboundMessage {
         }
     }
 
-    private static func classify(_ text: String) throws(InboundParseError) -> InboundMessage {
+    /// Classifies `text`, whose `read(text)` is `readResult`.
+    private static func classify(_ text: String, _ readResult: Read?) throws(InboundParseError) -> InboundMessage {
         var readObject: [String: JSONValue]?
-        switch read(text) {
+        switch readResult {
         case .message(let message)?: return message
         case .object(let object)?: readObject = object
         case nil: break
@@ -303,14 +330,22 @@ extension InboundMessage {
     /// back whole for `classify`'s general path. nil when the door declines the text (`classify` then parses
     /// it as before); the result is the same either way.
     private static func read(_ text: String) -> Read? {
-        JSONFrontDoor.withObject(text) { (object: borrowing JSONFrontDoor.ObjectView) -> Read? in
-            guard let type = object.string("message_type"), type == "ack" || type == "nack",
+        var text = text
+        return text.withUTF8 { read(UnsafeRawBufferPointer($0)) }
+    }
+
+    /// `read(_:)` over the text's UTF-8 bytes.
+    private static func read(_ bytes: UnsafeRawBufferPointer) -> Read? {
+        JSONFrontDoor.withObject(utf8: bytes) { (object: borrowing JSONFrontDoor.ObjectView) -> Read? in
+            // The type compared as bytes: no `String` of it is needed.
+            let isAck = object.string("message_type", is: "ack")
+            guard isAck || object.string("message_type", is: "nack"),
                   let messageID = object.string("message_id"), !messageID.isEmpty else { return object.dictionary().map(Read.object) }
             // Members found so far (keys are distinct): once they are all of the object's members, the others
             // are absent without a lookup each (the usual ack is message_type, message_id and from alone).
             var found = 2
             let from = member("from", of: object, found: &found)
-            if type == "ack" {
+            if isAck {
                 let canonicalRegistrationID = member("registration_id", of: object, found: &found)
                 guard found == object.count || !hasGroupMembers(object) else { return object.dictionary().map(Read.object) }
                 return .message(.ack(Ack(messageID: messageID, from: from, canonicalRegistrationID: canonicalRegistrationID, group: nil)))

@@ -1,5 +1,6 @@
 import CJSONFrontDoor
 import Foundation
+import Synchronization
 
 /// The one door through which ccsd parses JSON: intake lines, acks, nacks, receipts, upstream and control
 /// messages, configuration (ccs-protocol.md §2–3). Backed by Debian's simdjson (its On-Demand API, behind the
@@ -44,9 +45,17 @@ public enum JSONFrontDoor {
     public static func withObject<Result>(_ text: String, _ read: (borrowing ObjectView) -> Result?) -> Result? {
         guard !foundationOnly else { return nil }
         var text = text
-        return text.withUTF8 { utf8 in
-            withTokens(UnsafeRawBufferPointer(utf8)) { tokens -> Result? in
-                guard let view = ObjectView(tokens) else { return nil }
+        return text.withUTF8 { utf8 in withObject(utf8: UnsafeRawBufferPointer(utf8), read) }
+    }
+
+    /// `withObject(_:_:)` over UTF-8 bytes (valid only during the call; bytes that are not UTF-8 are declined).
+    public static func withObject<Result>(utf8 bytes: UnsafeRawBufferPointer, _ read: (borrowing ObjectView) -> Result?) -> Result? {
+        guard !foundationOnly else { return nil }
+        return withTokens(bytes) { tokens -> Result? in
+            guard let first = tokens.first, first.kind == UInt8(CCSD_JSON_OBJECT.rawValue) else { return nil }
+            // The key list in temporary storage (on the stack for a small object): at most one key per two tokens.
+            return withUnsafeTemporaryAllocation(of: Int.self, capacity: max(1, Int(first.end) / 2)) { keys -> Result? in
+                guard let view = ObjectView(tokens, keys: keys) else { return nil }
                 return read(view)
             }
         }
@@ -55,25 +64,28 @@ public enum JSONFrontDoor {
     /// The top-level members of one parsed object, built on demand. Valid only inside `withObject`.
     public struct ObjectView: ~Copyable {
         private let tokens: UnsafeBufferPointer<ccsd_json_token>
-        /// Token indexes of the top-level keys.
-        private let keys: [Int]
+        /// Token indexes of the top-level keys (the first `count` of the storage `withObject` lends).
+        private let keys: UnsafeMutableBufferPointer<Int>
+        /// How many top-level members the object has (their keys are distinct: a repeated key is declined).
+        public let count: Int
 
-        fileprivate init?(_ tokens: UnsafeBufferPointer<ccsd_json_token>) {
+        /// - Parameter keys: room for at least `tokens[0].end / 2` indexes, valid while the view is.
+        fileprivate init?(_ tokens: UnsafeBufferPointer<ccsd_json_token>, keys storage: UnsafeMutableBufferPointer<Int>) {
             guard let first = tokens.first, first.kind == UInt8(CCSD_JSON_OBJECT.rawValue) else { return nil }
-            var keys: [Int] = []
-            keys.reserveCapacity(min(Int(first.end) / 2, 16))  // at most one key per two tokens
+            var count = 0
             var seen: Set<String> = []  // the keys' texts, once there are too many to compare each with each
             var index = 1
             while index < Int(first.end) {
                 let key = tokens[index]
                 guard JSONFrontDoor.isASCII(key) else { return nil }
-                if keys.count < 8 {
-                    for earlier in keys where JSONFrontDoor.sameText(tokens[earlier], key) { return nil }
+                if count < 8 {
+                    for earlier in storage[0..<count] where JSONFrontDoor.sameText(tokens[earlier], key) { return nil }
                 } else {
-                    if seen.isEmpty { seen = Set(keys.map { JSONFrontDoor.text(tokens[$0]) }) }
+                    if seen.isEmpty { seen = Set(storage[0..<count].map { JSONFrontDoor.text(tokens[$0]) }) }
                     guard seen.insert(JSONFrontDoor.text(key)).inserted else { return nil }
                 }
-                keys.append(index)
+                storage[count] = index  // each key is followed by its value: at most `first.end / 2` keys
+                count += 1
                 index = JSONFrontDoor.next(tokens, after: index + 1)
             }
             // Numbers are the one token simdjson passes unchecked: a text Foundation would refuse for one is declined.
@@ -81,13 +93,24 @@ public enum JSONFrontDoor {
                 guard JSONFrontDoor.number(token) != nil else { return nil }
             }
             self.tokens = tokens
-            self.keys = keys
+            self.keys = storage
+            self.count = count
         }
 
         /// The string member named `key` without building anything else; nil when absent or not a string.
         public func string(_ key: String) -> String? {
             guard let at = index(of: key), tokens[at + 1].kind == UInt8(CCSD_JSON_STRING.rawValue) else { return nil }
             return JSONFrontDoor.text(tokens[at + 1])
+        }
+
+        /// True when the member named `key` is a string whose UTF-8 is `value`'s (compared as bytes, nothing built).
+        public func string(_ key: String, is value: String) -> Bool {
+            guard let at = index(of: key), tokens[at + 1].kind == UInt8(CCSD_JSON_STRING.rawValue) else { return false }
+            let token = tokens[at + 1]
+            var value = value
+            return value.withUTF8 { wanted in
+                Int(token.length) == wanted.count && (wanted.isEmpty || memcmp(token.text, wanted.baseAddress!, wanted.count) == 0)
+            }
         }
 
         /// The whole object, built as `JSONFrontDoor.parse` builds it; nil when a value in it is declined.
@@ -99,13 +122,11 @@ public enum JSONFrontDoor {
         /// True when the object has a member named `key`.
         public func contains(_ key: String) -> Bool { index(of: key) != nil }
 
-        /// How many top-level members the object has (their keys are distinct: a repeated key is declined).
-        public var count: Int { keys.count }
 
         private func index(of key: String) -> Int? {
             var key = key
             return key.withUTF8 { wanted in
-                keys.first { at in
+                keys[0..<count].first { at in
                     let token = tokens[at]
                     return Int(token.length) == wanted.count
                         && (wanted.isEmpty || memcmp(token.text, wanted.baseAddress!, wanted.count) == 0)
@@ -124,16 +145,30 @@ public enum JSONFrontDoor {
         let pointer: OpaquePointer
     }
 
+    /// One parser kept beside the pool, taken and put back with one atomic exchange each (the address, 0
+    /// when empty): the usual parse, one at a time per thread, skips the pool's lock and array. Whoever takes
+    /// the address owns that parser until it puts it back, so it is still used by one thread at a time.
+    private static let spare = Atomic<UInt>(0)
+
     /// Runs `body` over the tokens of `bytes`; nil when simdjson refuses the text (or memory runs out).
     static func withTokens<Result>(_ bytes: UnsafeRawBufferPointer, _ body: (UnsafeBufferPointer<ccsd_json_token>) -> Result?) -> Result? {
-        guard let parser = pool.withLock({ $0.popLast() }) ?? ccsd_json_parser_new(maxDepth).map(Parser.init) else { return nil }
+        let parser: Parser
+        if let taken = OpaquePointer(bitPattern: spare.exchange(0, ordering: .acquiring)) {
+            parser = Parser(pointer: taken)
+        } else {
+            guard let pooled = pool.withLock({ $0.popLast() }) ?? ccsd_json_parser_new(maxDepth).map(Parser.init) else { return nil }
+            parser = pooled
+        }
         defer {
-            let kept = pool.withLock { pool in
-                guard pool.count < 16 else { return false }
-                pool.append(parser)
-                return true
+            let address = UInt(bitPattern: Int(bitPattern: parser.pointer))
+            if !spare.compareExchange(expected: 0, desired: address, ordering: .releasing).exchanged {
+                let kept = pool.withLock { pool in
+                    guard pool.count < 16 else { return false }
+                    pool.append(parser)
+                    return true
+                }
+                if !kept { ccsd_json_parser_free(parser.pointer) }
             }
-            if !kept { ccsd_json_parser_free(parser.pointer) }
         }
         var tokens: UnsafePointer<ccsd_json_token>?
         var count = 0

@@ -702,10 +702,16 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     }
 
     public func connection(_ connection: any XMPPConnection, didReceive stanza: XMLElement) {
+        received(Result { () throws(InboundParseError) in try InboundMessage.parse(stanza: stanza) }, on: connection)
+    }
+
+    /// What `connection(_:didReceive:)` and `connection(_:didReceivePayload:)` do with a parsed stanza.
+    func received(_ parsed: Result<InboundMessage?, InboundParseError>, on connection: any XMPPConnection) {
         let message: InboundMessage?
-        do {
-            message = try InboundMessage.parse(stanza: stanza)
-        } catch {
+        switch parsed {
+        case .success(let parsed):
+            message = parsed
+        case .failure(let error):
             // Nothing to ACK it by (no message_id, or an upstream without from): CCS may redeliver it, so log
             // each one once (by message_id, or by payload digest) and count the rest.
             if unreadable.record(error) {

@@ -51,6 +51,10 @@ public final class XMPPClientBridge: XMPPClientDelegate {
         delegate?.connection(client, didReceive: stanza)
     }
 
+    public func xmppClient(_ client: XMPPClient, didReceivePayload text: UnsafeRawBufferPointer) -> Bool {
+        delegate?.connection(client, didReceivePayload: text) ?? false
+    }
+
     public func xmppClient(_ client: XMPPClient, noticed error: XMPPError) {
         delegate?.connection(client, noticed: error)
     }

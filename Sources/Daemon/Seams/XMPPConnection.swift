@@ -37,6 +37,9 @@ public protocol XMPPConnectionDelegate: AnyObject {
     func connectionDidBecomeReady(_ connection: any XMPPConnection, jid: String)
     /// A stanza arrived (traffic from the bind request on; may come before ready, see `XMPPClientDelegate`).
     func connection(_ connection: any XMPPConnection, didReceive stanza: XMLElement)
+    /// A CCS payload stanza offered as its `gcm` text alone (see `XMPPClientDelegate`); returns whether it
+    /// was taken, else the stanza comes to `connection(_:didReceive:)`. Default: false.
+    func connection(_ connection: any XMPPConnection, didReceivePayload text: UnsafeRawBufferPointer) -> Bool
     /// Something that did not end the stream but is worth a log line. Default: nothing.
     func connection(_ connection: any XMPPConnection, noticed error: XMPPError)
     /// The connection ended; exactly once. `error.kind == .closedLocally` after `close()` or `abort()`.
@@ -55,6 +58,7 @@ extension XMPPConnection {
 
 extension XMPPConnectionDelegate {
     public func connection(_ connection: any XMPPConnection, noticed error: XMPPError) {}
+    public func connection(_ connection: any XMPPConnection, didReceivePayload text: UnsafeRawBufferPointer) -> Bool { false }
 }
 
 /// Makes connections for the driver: `XMPPClientFactory` in the daemon, a mock factory in tests.

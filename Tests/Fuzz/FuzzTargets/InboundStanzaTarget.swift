@@ -13,7 +13,8 @@ import XMLStream
 /// Invariants: no crash; nil exactly for what is not CCS traffic; a stanza error for `type="error"`;
 /// the same classification when the stanza comes over the wire as CCS writes it; for an upstream message
 /// or receipt, the ACK ccsd writes is read by the server (as the emulator reads it) as an ACK of exactly
-/// the message_id it sent, to the `from` it came from.
+/// the message_id it sent, to the `from` it came from; a stanza of the payload shape (no `type`, the one
+/// child `gcm` in `google:mobile:data`) reads the same from its `gcm` text alone (`parse(payload:)`).
 enum InboundStanzaTarget {
     static func run(_ input: [UInt8]) -> [String] {
         guard let flags = input.first else { return [] }
@@ -55,6 +56,22 @@ enum InboundStanzaTarget {
             if error.field.isEmpty && error.rule.isEmpty { violations.append("an InboundParseError says nothing") }
             if name != "message" || type == "error" || payloadNamespace != XMLNamespace.gcm {
                 violations.append("threw \(error) for a stanza that is not a CCS payload")
+            }
+        }
+
+        // The stream parser's payload shortcut: the gcm text alone, as the parser hands it over.
+        if name == "message", type == nil, payloadNamespace == XMLNamespace.gcm, flags & 0x30 == 0 {
+            let viaPayload = Array(text.utf8).withUnsafeBytes { bytes -> Result<InboundMessage?, InboundParseError> in
+                do throws(InboundParseError) {
+                    return .success(try InboundMessage.parse(payload: bytes))
+                } catch {
+                    var error = error
+                    error.payloadDigest = 0
+                    return .failure(error)
+                }
+            }
+            if viaPayload != direct {
+                violations.append("the payload reads differently without its stanza: \(viaPayload) vs \(direct)")
             }
         }
 

@@ -6,6 +6,13 @@ struct StreamRun: Equatable {
     var error: XMLStreamError?
     /// A broken promise of the parser seen while feeding (not an input error).
     var violation: String?
+    /// Payloads taken through `feed(_:payload:_:)`: the text, and how many events came before it.
+    var taken: [Taken] = []
+
+    struct Taken: Equatable {
+        var at: Int
+        var text: String
+    }
 
     var stanzas: [XMLElement] {
         events.compactMap { if case .stanza(let element) = $0 { element } else { nil } }
@@ -13,10 +20,12 @@ struct StreamRun: Equatable {
 
     /// Feeds `bytes` to a new parser in pieces whose sizes cycle through `chunkSizes` (the whole input in
     /// one call when empty), stopping at the first error. With `restartOnSuccess`, a SASL `<success/>`
-    /// restarts the stream from inside the handler, as the XMPP client does (RFC 6120 §6.4.6).
+    /// restarts the stream from inside the handler, as the XMPP client does (RFC 6120 §6.4.6). With
+    /// `payloads` set, the parser has `XMLPayloadShape.ccs` and its payload handler takes (true) or declines
+    /// (false) every payload.
     static func feed(_ bytes: [UInt8], chunkSizes: [Int] = [], limits: XMLStreamLimits = XMLStreamLimits(),
-                     restartOnSuccess: Bool = false) -> StreamRun {
-        let parser = XMLStreamParser(limits: limits)
+                     restartOnSuccess: Bool = false, payloads: Bool? = nil) -> StreamRun {
+        let parser = XMLStreamParser(limits: limits, payloadShape: payloads == nil ? nil : .ccs)
         var run = StreamRun()
         var offset = 0
         var turn = 0
@@ -26,11 +35,19 @@ struct StreamRun: Equatable {
             let end = min(bytes.count, offset + size)
             let failure = bytes[offset..<end].withUnsafeBytes { piece -> XMLStreamError? in
                 do throws(XMLStreamError) {
-                    try parser.feed(piece) { event in
+                    let handler = { (event: XMLStreamEvent) in
                         run.events.append(event)
                         if restartOnSuccess, case .stanza(let element) = event, element.is("success", XMLNamespace.sasl) {
                             parser.reset()
                         }
+                    }
+                    if let take = payloads {
+                        try parser.feed(piece, payload: { text in
+                            if take { run.taken.append(Taken(at: run.events.count, text: String(decoding: text, as: UTF8.self))) }
+                            return take
+                        }, handler)
+                    } else {
+                        try parser.feed(piece, handler)
                     }
                 } catch {
                     return error

@@ -10,7 +10,9 @@ import XMLStream
 ///
 /// Invariants: no crash, leak or hang; the events do not depend on how the bytes are split; a failed parser
 /// keeps failing with the same error; no stanza is deeper than the limit; every stanza survives
-/// `XMLWriter` → parser unchanged.
+/// `XMLWriter` → parser unchanged; the payload shortcut (`XMLPayloadShape.ccs`), fed the same pieces, gives
+/// the same events and error when it declines every payload, and when it takes them, the payloads of exactly
+/// the stanzas of that shape, in their places.
 ///
 /// Whether and with which kind a stream has failed by the end of the input may depend on the split, and is
 /// not compared: libxml2's push parser looks at a construct only once a heuristic scan of its buffer says the
@@ -39,6 +41,22 @@ enum XMLStreamTarget {
         for run in [whole, split] {
             if let violation = run.violation { violations.append(violation) }
         }
+        let declined = StreamRun.feed(stream, chunkSizes: chunkSizes, limits: limits, restartOnSuccess: restart, payloads: false)
+        if declined.events != split.events || declined.error != split.error {
+            violations.append("declined payloads differ from the general path:\n  general: \(split.events) \(String(describing: split.error))\n  declined: \(declined.events) \(String(describing: declined.error))")
+        }
+        let taken = StreamRun.feed(stream, chunkSizes: chunkSizes, limits: limits, restartOnSuccess: restart, payloads: true)
+        var expected = StreamRun(error: split.error)
+        for event in split.events {
+            if case .stanza(let element) = event, let text = Self.payload(of: element) {
+                expected.taken.append(StreamRun.Taken(at: expected.events.count, text: text))
+            } else {
+                expected.events.append(event)
+            }
+        }
+        if taken.events != expected.events || taken.taken != expected.taken || taken.error != expected.error {
+            violations.append("taken payloads differ from the general path:\n  expected: \(expected)\n  taken: \(taken)")
+        }
         if !Self.eventsAgree(whole, split) {
             violations.append("events differ between one feed and chunks \(chunkSizes):\n  whole: \(whole.events)\n  split: \(split.events)")
         }
@@ -50,6 +68,15 @@ enum XMLStreamTarget {
             Invariants.checkWriterRoundTrip(stanza, &violations, "stanza <\(stanza.name)>")
         }
         return violations
+    }
+
+    /// The text of a stanza of the payload shape (decided on the element): a `<message>` without an unprefixed
+    /// `type`, whose one child is a `gcm` in `google:mobile:data` without children.
+    static func payload(of element: XMLElement) -> String? {
+        guard element.name == "message", element.attribute("type") == nil, element.children.count == 1 else { return nil }
+        let child = element.children[0]
+        guard child.is("gcm", XMLNamespace.gcm), child.children.isEmpty else { return nil }
+        return child.text
     }
 
     /// Whether two feedings of the same bytes agree on their events (see the type's comment).

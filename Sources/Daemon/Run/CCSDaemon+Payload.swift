@@ -1,0 +1,12 @@
+import CCS
+import XMPP
+
+extension CCSDaemon {
+    /// A CCS payload stanza as its `gcm` text (the stream parser's shortcut for the usual `<message>`): read
+    /// by `InboundMessage.parse(payload:)`, which gives what `parse(stanza:)` gives for the whole element,
+    /// and handled as `connection(_:didReceive:)` handles it. Always taken.
+    public func connection(_ connection: any XMPPConnection, didReceivePayload text: UnsafeRawBufferPointer) -> Bool {
+        received(Result { () throws(InboundParseError) -> InboundMessage? in try InboundMessage.parse(payload: text) }, on: connection)
+        return true
+    }
+}
