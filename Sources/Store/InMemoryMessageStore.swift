@@ -112,6 +112,9 @@ public final class InMemoryMessageStore: MessageStore {
 extension InMemoryMessageStore.Tables {
     mutating func commit(_ batch: StoreBatch, now: Int64, configuration: StoreConfiguration) -> StoreCommitResult {
         var result = StoreCommitResult()
+        // At most one journaled event and one persist result per operation: no growth while committing.
+        result.journaled.reserveCapacity(batch.operations.count)
+        result.persisted.reserveCapacity(batch.operations.count)
         let finalRetainedSince = now - configuration.finalRetentionMillis
         var progressCount = 0
         for item in batch.operations {
@@ -135,8 +138,18 @@ extension InMemoryMessageStore.Tables {
                         outcome = .duplicateLive
                     }
                 } else {
-                    let entry = InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1)
-                    store(InMemoryMessageStore.Slot(id: id, hash: hash, entry: entry))
+                    // Made where it is kept (a slot built first and stored then was copied and destroyed).
+                    let position: Int
+                    if let free = freeSlots.popLast() {
+                        position = Int(free)
+                        slots[position] = InMemoryMessageStore.Slot(
+                            id: id, hash: hash, entry: InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1))
+                    } else {
+                        position = slots.count
+                        slots.append(InMemoryMessageStore.Slot(
+                            id: id, hash: hash, entry: InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1)))
+                    }
+                    index.insert(hash: hash, value: position)
                     outcome = .stored
                 }
                 if outcome == .stored { _ = append(insert.acceptedLine, now: now, to: &result) }
@@ -176,20 +189,6 @@ extension InMemoryMessageStore.Tables {
     /// The slot holding message `id` (filed under `hash`, `MessageIDIndex.hash(id)`), or nil.
     func slot(of id: String, hash: UInt32) -> Int? {
         index.value(hash: hash) { slots[$0]!.id == id }
-    }
-
-    /// Puts `slot` in a free slot (or a new one) and files it in the index.
-    private mutating func store(_ slot: consuming InMemoryMessageStore.Slot) {
-        let hash = slot.hash
-        let position: Int
-        if let free = freeSlots.popLast() {
-            position = Int(free)
-            slots[position] = slot
-        } else {
-            position = slots.count
-            slots.append(slot)
-        }
-        index.insert(hash: hash, value: position)
     }
 
     private mutating func append(_ line: String, now: Int64, to result: inout StoreCommitResult) -> Int64 {
