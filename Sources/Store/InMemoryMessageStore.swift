@@ -117,8 +117,8 @@ extension InMemoryMessageStore.Tables {
         result.persisted.reserveCapacity(batch.operations.count)
         let finalRetainedSince = now - configuration.finalRetentionMillis
         var progressCount = 0
-        for item in batch.operations {
-            switch item {
+        for position in batch.operations.indices {
+            switch batch.operations[position] {
             case .insert(let insert):
                 let id = insert.record.messageID
                 let hash = MessageIDIndex.hash(id)
