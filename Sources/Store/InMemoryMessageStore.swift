@@ -1,8 +1,8 @@
 import CCS
 
 /// The store of `--store memory` (tests, benchmarks): the same rules as `SQLiteMessageStore` (idempotent
-/// inserts, first final event kept, journal seq, cursors, retention), kept in dictionaries. Nothing survives
-/// the process. Commits never fail.
+/// inserts, first final event kept, journal seq, cursors, retention), kept in memory. Nothing survives the
+/// process. Commits never fail.
 public final class InMemoryMessageStore: MessageStore {
     fileprivate struct Entry {
         var record: MessageRecord
@@ -55,7 +55,8 @@ public final class InMemoryMessageStore: MessageStore {
 
     public func load(nowUnixMillis: Int64) throws(StoreError) -> StoreSnapshot {
         try checkOpen("loading stored messages")
-        let live = tables.slots.compactMap { $0?.entry }.filter { $0.finalEvent == nil }.sorted { $0.acceptSeq < $1.acceptSeq }
+        let live = tables.slots.compactMap { $0?.entry }.filter { $0.finalEvent == nil }
+            .sorted { $0.acceptSeq < $1.acceptSeq }
             .map { entry in
                 // As `SQLiteMessageStore.load`: `acceptedAt` in seconds since 1970, for the dispatcher to rebase.
                 let old = entry.record
@@ -117,8 +118,9 @@ extension InMemoryMessageStore.Tables {
         result.persisted.reserveCapacity(batch.operations.count)
         let finalRetainedSince = now - configuration.finalRetentionMillis
         var progressCount = 0
-        for position in batch.operations.indices {
-            switch batch.operations[position] {
+        // Read by index: a for-in copied every operation out (and destroyed the copy).
+        for operation in batch.operations.indices {
+            switch batch.operations[operation] {
             case .insert(let insert):
                 let id = insert.record.messageID
                 let hash = MessageIDIndex.hash(id)
@@ -131,7 +133,8 @@ extension InMemoryMessageStore.Tables {
                         if old.finalAt >= finalRetainedSince {
                             outcome = .duplicateFinal(outcome: finalEvent)
                         } else {
-                            slots[slot]!.entry = InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1)
+                            slots[slot]!.entry = InMemoryMessageStore.Entry(record: insert.record,
+                                                                            acceptSeq: lastSeq + 1)
                             outcome = .stored
                         }
                     } else {
@@ -143,11 +146,13 @@ extension InMemoryMessageStore.Tables {
                     if let free = freeSlots.popLast() {
                         position = Int(free)
                         slots[position] = InMemoryMessageStore.Slot(
-                            id: id, hash: hash, entry: InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1))
+                            id: id, hash: hash,
+                            entry: InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1))
                     } else {
                         position = slots.count
                         slots.append(InMemoryMessageStore.Slot(
-                            id: id, hash: hash, entry: InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1)))
+                            id: id, hash: hash,
+                            entry: InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1)))
                     }
                     index.insert(hash: hash, value: position)
                     outcome = .stored
@@ -159,7 +164,9 @@ extension InMemoryMessageStore.Tables {
                 let hash = batch.progressHashes[progressCount]
                 progressCount += 1
                 // In place: no copy of the entry.
-                guard let slot = slot(of: record.messageID, hash: hash), slots[slot]!.entry.finalEvent == nil else { continue }
+                guard let slot = slot(of: record.messageID, hash: hash), slots[slot]!.entry.finalEvent == nil else {
+                    continue
+                }
                 slots[slot]!.entry.record.attempts = record.attempts
                 slots[slot]!.entry.record.sends = record.sends
                 slots[slot]!.entry.record.lastError = record.lastError
@@ -205,7 +212,10 @@ extension InMemoryMessageStore.Tables {
             let (slot, at) = (Int(finalOrder[finalStart].slot), finalOrder[finalStart].at)
             // The slot may have been replaced since (a resubmission past the retention) or freed and reused:
             // only a final message that became final at `at` goes.
-            if let hash = slots[slot].flatMap({ $0.entry.finalEvent != nil && $0.entry.finalAt == at ? $0.hash : nil }) {
+            let finalSinceThen = slots[slot].flatMap {
+                $0.entry.finalEvent != nil && $0.entry.finalAt == at ? $0.hash : nil
+            }
+            if let hash = finalSinceThen {
                 index.remove(hash: hash, value: slot)  // by slot: no hash, no comparison of ids
                 slots[slot] = nil
                 freeSlots.append(Int32(slot))
