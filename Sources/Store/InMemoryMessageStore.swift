@@ -1,8 +1,8 @@
 import CCS
 
 /// The store of `--store memory` (tests, benchmarks): the same rules as `SQLiteMessageStore` (idempotent
-/// inserts, first final event kept, journal seq, cursors, retention), kept in dictionaries. Nothing survives
-/// the process. Commits never fail.
+/// inserts, first final event kept, journal seq, cursors, retention), kept in memory. Nothing survives the
+/// process. Commits never fail.
 public final class InMemoryMessageStore: MessageStore {
     fileprivate struct Entry {
         var record: MessageRecord
@@ -11,18 +11,30 @@ public final class InMemoryMessageStore: MessageStore {
         var finalAt: Int64 = 0
     }
 
+    /// A stored message: its id (and the id's hash, to leave the index without hashing again) and entry.
+    fileprivate struct Slot {
+        var id: String
+        var hash: UInt32
+        var entry: Entry
+    }
+
     /// What the store holds. One struct, so a commit works on it through one access: a stored property of
     /// a class is checked for exclusive access on every touch (measured at about 1,000 instructions per
     /// message when the tables were properties of their own).
     fileprivate struct Tables {
-        var messages: [String: Entry] = [:]
+        /// Messages (live, and final ones within the final retention) in slots that are reused once freed,
+        /// found by message_id through `index`. A commit hashes a message_id once per operation (a progress
+        /// operation not at all: its batch hashed it) and prunes a final message by its slot, without a hash.
+        var slots: [Slot?] = []
+        var freeSlots: [Int32] = []
+        var index = MessageIDIndex()
         var journal: [JournaledEvent] = []   // seq order; `journalStart` is the oldest kept
         var journalStart = 0
         var handedOver: [String: Int64] = [:]
         /// Final messages and handed-over ids in the order they expire, so pruning looks at the front only.
-        /// Final messages from `finalStart` on (as the journal: read from a moving start, the pruned prefix
-        /// dropped in one piece, not one element at a time).
-        var finalOrder: [(id: String, at: Int64)] = []
+        /// Final messages (by slot) from `finalStart` on (as the journal: read from a moving start, the pruned
+        /// prefix dropped in one piece, not one element at a time).
+        var finalOrder: [(slot: Int32, at: Int64)] = []
         var finalStart = 0
         var handedOverOrder = FIFO<(id: String, at: Int64)>()
         var cursors: [String: Int64] = [:]
@@ -43,7 +55,8 @@ public final class InMemoryMessageStore: MessageStore {
 
     public func load(nowUnixMillis: Int64) throws(StoreError) -> StoreSnapshot {
         try checkOpen("loading stored messages")
-        let live = tables.messages.values.filter { $0.finalEvent == nil }.sorted { $0.acceptSeq < $1.acceptSeq }
+        let live = tables.slots.compactMap { $0?.entry }.filter { $0.finalEvent == nil }
+            .sorted { $0.acceptSeq < $1.acceptSeq }
             .map { entry in
                 // As `SQLiteMessageStore.load`: `acceptedAt` in seconds since 1970, for the dispatcher to rebase.
                 let old = entry.record
@@ -87,7 +100,8 @@ public final class InMemoryMessageStore: MessageStore {
 
     public func storedMessage(_ messageID: String) throws(StoreError) -> StoredMessage? {
         try checkOpen("reading a message")
-        guard let entry = tables.messages[messageID] else { return nil }
+        guard let slot = tables.slot(of: messageID, hash: MessageIDIndex.hash(messageID)),
+              let entry = tables.slots[slot]?.entry else { return nil }
         return StoredMessage(messageID: messageID, acceptedAtUnixMillis: entry.record.acceptedAtUnixMillis,
                              attempts: entry.record.attempts, sends: entry.record.sends, lastError: entry.record.lastError, finalEvent: entry.finalEvent,
                              finalAtUnixMillis: entry.finalEvent == nil ? 0 : entry.finalAt)
@@ -99,31 +113,73 @@ public final class InMemoryMessageStore: MessageStore {
 extension InMemoryMessageStore.Tables {
     mutating func commit(_ batch: StoreBatch, now: Int64, configuration: StoreConfiguration) -> StoreCommitResult {
         var result = StoreCommitResult()
-        for item in batch.operations {
-            switch item {
+        // At most one journaled event and one persist result per operation: no growth while committing.
+        result.journaled.reserveCapacity(batch.operations.count)
+        result.persisted.reserveCapacity(batch.operations.count)
+        let finalRetainedSince = now - configuration.finalRetentionMillis
+        var progressCount = 0
+        // Read by index: a for-in copied every operation out (and destroyed the copy).
+        for operation in batch.operations.indices {
+            switch batch.operations[operation] {
             case .insert(let insert):
                 let id = insert.record.messageID
-                // One lookup: the slot is found (or made) once; the accepted event then gets seq `lastSeq + 1`.
-                let entry = InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1)
-                let outcome = Self.insert(entry, into: &messages[id], finalRetainedSince: now - configuration.finalRetentionMillis)
+                let hash = MessageIDIndex.hash(id)
+                let outcome: PersistOutcome
+                if let slot = slot(of: id, hash: hash) {
+                    // Refused while live or while its final event is retained; a final message past its
+                    // retention is replaced (the accepted event then gets seq `lastSeq + 1`).
+                    let old = slots[slot]!.entry
+                    if let finalEvent = old.finalEvent {
+                        if old.finalAt >= finalRetainedSince {
+                            outcome = .duplicateFinal(outcome: finalEvent)
+                        } else {
+                            slots[slot]!.entry = InMemoryMessageStore.Entry(record: insert.record,
+                                                                            acceptSeq: lastSeq + 1)
+                            outcome = .stored
+                        }
+                    } else {
+                        outcome = .duplicateLive
+                    }
+                } else {
+                    // Made where it is kept (a slot built first and stored then was copied and destroyed).
+                    let position: Int
+                    if let free = freeSlots.popLast() {
+                        position = Int(free)
+                        slots[position] = InMemoryMessageStore.Slot(
+                            id: id, hash: hash,
+                            entry: InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1))
+                    } else {
+                        position = slots.count
+                        slots.append(InMemoryMessageStore.Slot(
+                            id: id, hash: hash,
+                            entry: InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1)))
+                    }
+                    index.insert(hash: hash, value: position)
+                    outcome = .stored
+                }
                 if outcome == .stored { _ = append(insert.acceptedLine, now: now, to: &result) }
                 result.persisted.append(PersistResult(messageID: id, line: insert.line, outcome: outcome))
             case .progress(let record):
-                // In place: one lookup, no copy of the entry.
-                guard let index = messages.index(forKey: record.messageID), messages.values[index].finalEvent == nil else { continue }
-                messages.values[index].record.attempts = record.attempts
-                messages.values[index].record.sends = record.sends
-                messages.values[index].record.lastError = record.lastError
+                // Filed under the hash the batch computed when it coalesced the progress.
+                let hash = batch.progressHashes[progressCount]
+                progressCount += 1
+                // In place: no copy of the entry.
+                guard let slot = slot(of: record.messageID, hash: hash), slots[slot]!.entry.finalEvent == nil else {
+                    continue
+                }
+                slots[slot]!.entry.record.attempts = record.attempts
+                slots[slot]!.entry.record.sends = record.sends
+                slots[slot]!.entry.record.lastError = record.lastError
             case .record(let record):
                 result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
-                if let id = record.finalMessageID, let index = messages.index(forKey: id) {
-                    guard messages.values[index].finalEvent == nil else {
+                if let id = record.finalMessageID, let slot = slot(of: id, hash: MessageIDIndex.hash(id)) {
+                    guard slots[slot]!.entry.finalEvent == nil else {
                         result.duplicateFinalRecords.append(record.id)
                         continue
                     }
-                    messages.values[index].finalEvent = record.line
-                    messages.values[index].finalAt = now
-                    finalOrder.append((id, now))
+                    slots[slot]!.entry.finalEvent = record.line
+                    slots[slot]!.entry.finalAt = now
+                    finalOrder.append((Int32(slot), now))
                 }
                 if let id = record.handedOverMessageID {
                     handedOver[id] = now
@@ -137,16 +193,9 @@ extension InMemoryMessageStore.Tables {
         return result
     }
 
-    /// Stores `entry` in `slot` unless the slot holds a live message (`duplicateLive`) or one whose final
-    /// event is still retained (`duplicateFinal`); a final message past its retention is replaced.
-    private static func insert(_ entry: InMemoryMessageStore.Entry, into slot: inout InMemoryMessageStore.Entry?,
-                               finalRetainedSince: Int64) -> PersistOutcome {
-        if slot != nil {
-            guard let finalEvent = slot?.finalEvent else { return .duplicateLive }
-            if slot!.finalAt >= finalRetainedSince { return .duplicateFinal(outcome: finalEvent) }
-        }
-        slot = entry
-        return .stored
+    /// The slot holding message `id` (filed under `hash`, `MessageIDIndex.hash(id)`), or nil.
+    func slot(of id: String, hash: UInt32) -> Int? {
+        index.value(hash: hash) { slots[$0]!.id == id }
     }
 
     private mutating func append(_ line: String, now: Int64, to result: inout StoreCommitResult) -> Int64 {
@@ -160,10 +209,16 @@ extension InMemoryMessageStore.Tables {
     private mutating func prune(now: Int64, configuration: StoreConfiguration) {
         let finalCutoff = now - configuration.finalRetentionMillis
         while finalStart < finalOrder.count, finalOrder[finalStart].at < finalCutoff {
-            let at = finalOrder[finalStart].at
-            if let index = messages.index(forKey: finalOrder[finalStart].id), messages.values[index].finalAt == at,
-               messages.values[index].finalEvent != nil {
-                messages.remove(at: index)  // one lookup
+            let (slot, at) = (Int(finalOrder[finalStart].slot), finalOrder[finalStart].at)
+            // The slot may have been replaced since (a resubmission past the retention) or freed and reused:
+            // only a final message that became final at `at` goes.
+            let finalSinceThen = slots[slot].flatMap {
+                $0.entry.finalEvent != nil && $0.entry.finalAt == at ? $0.hash : nil
+            }
+            if let hash = finalSinceThen {
+                index.remove(hash: hash, value: slot)  // by slot: no hash, no comparison of ids
+                slots[slot] = nil
+                freeSlots.append(Int32(slot))
             }
             finalStart += 1
         }

@@ -110,14 +110,18 @@ public struct StoreBatch: Sendable, Equatable {
     /// seq per consumer. A batch holding only these is not empty (it is no probe).
     public private(set) var eventCursors: [String: Int64] = [:]
     /// Where the pending progress of each message sits in `operations`, so a newer one replaces it.
-    private var progressIndex: [String: Int] = [:]
+    private var progressIndex = MessageIDIndex()
+    /// The message_id hash (`MessageIDIndex.hash`) of each progress operation, in the order they sit in
+    /// `operations`: the memory store's commit files them under the same hash without hashing again.
+    private(set) var progressHashes: [UInt32] = []
 
     public init() {}
 
     /// An empty batch with room for `operations` operations (and as many progress entries) before it grows.
     public init(reservingCapacity operations: Int) {
         self.operations.reserveCapacity(operations)
-        progressIndex.reserveCapacity(operations)
+        progressIndex = MessageIDIndex(minimumCapacity: operations)
+        progressHashes.reserveCapacity(operations)
     }
 
     public var isEmpty: Bool { operations.isEmpty && eventCursors.isEmpty }
@@ -131,17 +135,17 @@ public struct StoreBatch: Sendable, Equatable {
     public mutating func insert(_ insert: consuming Insert) { operations.append(.insert(insert)) }
 
     public mutating func progress(_ record: consuming MessageRecord) {
-        // One hash of the message_id: the index slot is found, or made, in a single lookup.
-        let next = operations.count
-        let index = Self.value(&progressIndex[record.messageID, default: next])
-        if index == next {
-            operations.append(.progress(record))
-        } else {
+        // One hash of the message_id, kept for the memory store's commit.
+        let id = record.messageID
+        let hash = MessageIDIndex.hash(id)
+        if let index = progressIndex.value(hash: hash, where: { operations[$0].progressMessageID == id }) {
             operations[index] = .progress(record)
+        } else {
+            progressIndex.insert(hash: hash, value: operations.count)
+            progressHashes.append(hash)
+            operations.append(.progress(record))
         }
     }
-
-    private static func value(_ slot: inout Int) -> Int { slot }
 
     public mutating func record(_ record: consuming Record) { operations.append(.record(record)) }
 
@@ -179,6 +183,13 @@ public struct StoreBatch: Sendable, Equatable {
 
     public static func == (lhs: StoreBatch, rhs: StoreBatch) -> Bool {
         lhs.operations == rhs.operations && lhs.eventCursors == rhs.eventCursors
+    }
+}
+
+extension StoreBatch.Operation {
+    /// The message_id of a progress operation (nil for the others).
+    fileprivate var progressMessageID: String? {
+        if case .progress(let record) = self { record.messageID } else { nil }
     }
 }
 

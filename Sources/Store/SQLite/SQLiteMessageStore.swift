@@ -257,17 +257,21 @@ public final class SQLiteMessageStore: MessageStore {
         let operation = "committing a batch"
         result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
         if let messageID = record.finalMessageID {
-            s.selectMessage.bind(1, messageID)
-            let alreadyFinal = try s.selectMessage.step(operation: operation) && !s.selectMessage.isNull(0)
-            s.selectMessage.reset()
-            if alreadyFinal {
-                result.duplicateFinalRecords.append(record.id)
-                return
-            }
+            // The common case costs one statement: the update marks a live message final. Only when it changed
+            // nothing does a select tell an already final message (not journaled) from an unknown one.
             s.markFinal.bind(1, record.line)
             s.markFinal.bind(2, now)
             s.markFinal.bind(3, messageID)
             try s.markFinal.run(operation: operation)
+            if s.database.changes == 0 {
+                s.selectMessage.bind(1, messageID)
+                let alreadyFinal = try s.selectMessage.step(operation: operation) && !s.selectMessage.isNull(0)
+                s.selectMessage.reset()
+                if alreadyFinal {
+                    result.duplicateFinalRecords.append(record.id)
+                    return
+                }
+            }
         }
         if let messageID = record.handedOverMessageID {
             s.upsertHandedOver.bind(1, messageID)
