@@ -3,8 +3,10 @@ import CCS
 /// Where accepted downstream messages, the events journal and the upstream dedupe state are kept, so that a
 /// restart resumes what was not final (issue 8).
 ///
-/// Calls come from one thread at a time (the `StoreWriter`'s queue), never from the event loop: a store may
-/// block on disk. `SQLiteMessageStore` is durable; `InMemoryMessageStore` keeps nothing across a restart.
+/// Calls come from one thread at a time: the `StoreWriter`'s queue, since a store may block on disk, or the
+/// event loop itself for a store that never blocks (`StoreWriter.Configuration.commitsOnLoop`, by default
+/// `InMemoryMessageStore` only). `SQLiteMessageStore` is durable; `InMemoryMessageStore` keeps nothing across
+/// a restart.
 public protocol MessageStore: AnyObject {
     /// What a restart resumes: live messages in accept order, the upstream ids handed over within the dedupe
     /// window, and the last journal sequence number. `nowUnixMillis` is the wall clock (ms since 1970).
