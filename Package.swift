@@ -53,7 +53,11 @@ let package = Package(
         .target(name: "Service", dependencies: ["Daemon", "HTTPServer", "CSystemd", "CCurl", "CCS", "Store", "TLS"]),
 
         // Executables.
-        .executableTarget(name: "ccsd", dependencies: ["Service", "TLS"]),
+        // Linked by the toolchain's lld with packed relative relocations (DT_RELR, glibc 2.36): the shipped
+        // binary's ~75,000 relative relocations take 14 KiB instead of 1.8 MiB, which the loader reads (and
+        // keeps resident) at every start.
+        .executableTarget(name: "ccsd", dependencies: ["Service", "TLS"],
+                          linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux]))]),
         .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator", "TLS"]),
         // Runs the built `ccsd` and `ccs-emulator` as processes: build every product first (`swift build -c release`).
         .executableTarget(name: "ccsd-bench", dependencies: ["CCS", "TLS"]),
