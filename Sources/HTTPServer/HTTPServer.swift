@@ -3,7 +3,8 @@ import Dispatch
 import Foundation
 import TLS
 
-/// An HTTP/1.1 server on an `EventLoop`, built on GNU libmicrohttpd (Debian's libmicrohttpd): MHD runs
+/// An HTTP/1.1 server on an `EventLoop`, built on GNU libmicrohttpd (Debian's libmicrohttpd12, loaded with
+/// dlopen by the first `start`, so that a process without the API never maps it nor GnuTLS): MHD runs
 /// without a thread of its own (`MHD_USE_EPOLL`, external polling); a Dispatch read source on MHD's epoll
 /// fd and a timer from `MHD_get_timeout` call `MHD_run` on the loop's queue, so every handler runs on the
 /// loop (one event loop, no thread per connection). A handler answers now or later through its
@@ -160,7 +161,9 @@ private final class ListenerDaemon {
                                        limits.connectionMemoryBytes) else {
             close(fd)
             if let socketPath { unlink(socketPath) }
-            throw HTTPServerError(listener: name, reason: "libmicrohttpd could not start on this socket")
+            // The library is loaded by the first start (dlopen): a missing one is named, with dlerror's text.
+            let reason = ccsd_mhd_load().map { String(cString: $0) } ?? "libmicrohttpd could not start on this socket"
+            throw HTTPServerError(listener: name, reason: reason)
         }
         self.mhd = mhd
         let epoll = ccsd_mhd_epoll_fd(mhd)
@@ -180,7 +183,7 @@ private final class ListenerDaemon {
     func run() {
         runScheduled = false
         guard let mhd else { return }
-        _ = MHD_run(mhd)
+        _ = ccsd_mhd_run(mhd)
         let milliseconds = ccsd_mhd_timeout_ms(mhd)
         timer?.schedule(deadline: milliseconds < 0 ? .distantFuture : .now() + .milliseconds(Int(min(milliseconds, 86_400_000))))
     }
@@ -198,10 +201,10 @@ private final class ListenerDaemon {
         for state in Array(waiting.values) {
             state.responder?.respond(.error(503, code: "unavailable", message: "ccsd is stopping", headers: [("Retry-After", "1")]))
         }
-        _ = MHD_run(mhd)
+        _ = ccsd_mhd_run(mhd)
         source?.cancel()
         timer?.cancel()
-        MHD_stop_daemon(mhd)
+        ccsd_mhd_stop_daemon(mhd)
         self.mhd = nil
         close(fd)
         if let socketPath { unlink(socketPath) }
@@ -211,7 +214,7 @@ private final class ListenerDaemon {
     func authorized(_ connection: OpaquePointer) -> Bool {
         guard let expected = bearerToken else { return true }
         if refusesAll { return false }
-        guard let value = MHD_lookup_connection_value(connection, .HEADER_KIND, "Authorization") else { return false }
+        guard let value = ccsd_mhd_lookup_connection_value(connection, .HEADER_KIND, "Authorization") else { return false }
         let header = String(cString: value)
         guard header.count > 7, header.prefix(7).lowercased() == "bearer " else { return false }
         let given = Array(header.dropFirst(7).utf8)
@@ -240,12 +243,12 @@ private final class RequestState {
 /// Queues `response` on `connection` (MHD copies the body).
 private func queue(_ response: HTTPResponse, on connection: OpaquePointer) -> MHD_Result {
     let made: OpaquePointer? = response.body.withUnsafeBytes { bytes in
-        MHD_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), MHD_ResponseMemoryMode(rawValue: 2)!)
+        ccsd_mhd_create_response_from_buffer(bytes.count, UnsafeMutableRawPointer(mutating: bytes.baseAddress), MHD_ResponseMemoryMode(rawValue: 2)!)
     }
     guard let made else { return .NO }
-    for (name, value) in response.headers { _ = MHD_add_response_header(made, name, value) }
-    let result = MHD_queue_response(connection, UInt32(response.status), made)
-    MHD_destroy_response(made)
+    for (name, value) in response.headers { _ = ccsd_mhd_add_response_header(made, name, value) }
+    let result = ccsd_mhd_queue_response(connection, UInt32(response.status), made)
+    ccsd_mhd_destroy_response(made)
     return result
 }
 
@@ -266,7 +269,7 @@ private func values(of connection: OpaquePointer, kind: MHD_ValueKind, lowercase
         return .YES
     }
     withExtendedLifetime(box) {
-        _ = MHD_get_connection_values(connection, kind, iterator, Unmanaged.passUnretained(box).toOpaque())
+        _ = ccsd_mhd_get_connection_values(connection, kind, iterator, Unmanaged.passUnretained(box).toOpaque())
     }
     return box.values
 }
@@ -284,7 +287,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { context, connection, ur
             return queue(.error(401, code: "unauthorized", message: "this listener needs Authorization: Bearer TOKEN",
                                 headers: [("WWW-Authenticate", "Bearer")]), on: connection)
         }
-        if let declared = MHD_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
+        if let declared = ccsd_mhd_lookup_connection_value(connection, .HEADER_KIND, "Content-Length"),
            let length = Int(String(cString: declared)), length > daemon.server.maxBodyBytes {
             return queue(tooLarge(daemon.server.maxBodyBytes), on: connection)
         }
@@ -322,7 +325,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { context, connection, ur
         if state.suspended {
             state.suspended = false
             daemon.waiting[identity] = nil
-            MHD_resume_connection(connection)
+            ccsd_mhd_resume_connection(connection)
             daemon.scheduleRun()
         }
     }
@@ -333,7 +336,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { context, connection, ur
     }
     state.suspended = true
     daemon.waiting[identity] = state
-    MHD_suspend_connection(connection)
+    ccsd_mhd_suspend_connection(connection)
     return .YES
 }
 

@@ -3,7 +3,8 @@ import Foundation
 
 /// Tells systemd about the service's state through `sd_notify` (`Type=notify`): readiness, a status line, the
 /// watchdog, reloads and the stop. Without `NOTIFY_SOCKET` (not run by systemd) every call does nothing.
-/// Source: sd_notify(3), sd_watchdog_enabled(3).
+/// Source: sd_notify(3), sd_watchdog_enabled(3). libsystemd is loaded (dlopen) only when the environment
+/// names systemd; `libraryProblem` says when it is needed but cannot be loaded.
 ///
 /// Each call sends one datagram of newline-separated `KEY=VALUE` assignments. Values are made single-line
 /// (a newline would start a new assignment). Thread-safe: `sd_notify` opens its own socket per call.
@@ -14,7 +15,7 @@ public final class SystemdNotifier: @unchecked Sendable {
     /// Reads `WATCHDOG_USEC`/`WATCHDOG_PID` once (sd_watchdog_enabled(3)); `NOTIFY_SOCKET` is read by every call.
     public init() {
         var usec: UInt64 = 0
-        watchdogMicroseconds = sd_watchdog_enabled(0, &usec) > 0 && usec > 0 ? usec : nil
+        watchdogMicroseconds = ccsd_sd_watchdog_enabled(0, &usec) > 0 && usec > 0 ? usec : nil
     }
 
     /// `READY=1` with `STATUS=status`: the store is open and the API listens (and after a reload).
@@ -51,6 +52,14 @@ public final class SystemdNotifier: @unchecked Sendable {
         watchdogMicroseconds.map { Double($0) / 2_000_000 }
     }
 
+    /// Why libsystemd cannot be loaded although the environment names systemd (`NOTIFY_SOCKET`, `WATCHDOG_USEC`
+    /// or `LISTEN_PID` set), naming the library and giving dlerror's text; nil when it is loaded or not needed.
+    /// Without it, no notification reaches systemd and the sockets it passes are not seen.
+    public static var libraryProblem: String? {
+        guard ccsd_systemd_wanted() != 0, let reason = ccsd_systemd_load() else { return nil }
+        return String(cString: reason)
+    }
+
     /// Whether systemd listens (`NOTIFY_SOCKET` is set).
     public var isEnabled: Bool { getenv("NOTIFY_SOCKET") != nil }
 
@@ -58,7 +67,7 @@ public final class SystemdNotifier: @unchecked Sendable {
     /// socket must not stop the service).
     private func send(_ assignments: [String]) {
         guard isEnabled else { return }
-        _ = sd_notify(0, assignments.joined(separator: "\n"))
+        _ = ccsd_sd_notify(0, assignments.joined(separator: "\n"))
     }
 
     /// `text` with line breaks turned into spaces.
@@ -71,7 +80,7 @@ public final class SystemdNotifier: @unchecked Sendable {
 public enum SystemdSockets {
     /// The passed descriptors (close-on-exec set); empty when not socket-activated. Source: sd_listen_fds(3).
     public static func listenFDs() -> [Int32] {
-        let count = sd_listen_fds(1)
+        let count = ccsd_sd_listen_fds(1)
         guard count > 0 else { return [] }
         return (0..<count).map { SD_LISTEN_FDS_START + $0 }
     }

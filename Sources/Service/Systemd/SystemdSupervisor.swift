@@ -36,6 +36,10 @@ public final class SystemdSupervisor: @unchecked Sendable {
         self.logger = logger
         self.notifier = notifier
         self.statusInterval = statusInterval
+        if let problem = SystemdNotifier.libraryProblem {
+            logger.error("systemd runs ccsd but its library is missing: no readiness, watchdog or stop reaches it, and the sockets it passes are not used",
+                         ["reason": problem])
+        }
     }
 
     /// The status line now (`ServiceStatusLine` of the daemon's snapshot, after a refusal if the last reload was refused).

@@ -1,0 +1,81 @@
+// libsystemd through dlopen(3): see include/ccsd_systemd.h.
+#include "ccsd_systemd.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+static struct {
+    int (*notify)(int, const char *);
+    int (*watchdog_enabled)(int, uint64_t *);
+    int (*listen_fds)(int);
+} systemd;
+
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+static const char *load_error = NULL;
+static char load_error_text[512];
+
+static void *find(void *library, const char *name) {
+    void *symbol = dlsym(library, name);
+    if (symbol == NULL && load_error == NULL) {
+        snprintf(load_error_text, sizeof load_error_text, CCSD_SYSTEMD_LIBRARY " has no %s", name);
+        load_error = load_error_text;
+    }
+    return symbol;
+}
+
+static void load(void) {
+    void *library = dlopen(CCSD_SYSTEMD_LIBRARY, RTLD_NOW | RTLD_LOCAL);
+    if (library == NULL) {
+        const char *reason = dlerror();
+        snprintf(load_error_text, sizeof load_error_text, "libsystemd could not be loaded: %s",
+                 reason != NULL ? reason : "dlopen(" CCSD_SYSTEMD_LIBRARY ") failed");
+        load_error = load_error_text;
+        return;
+    }
+    systemd.notify = find(library, "sd_notify");
+    systemd.watchdog_enabled = find(library, "sd_watchdog_enabled");
+    systemd.listen_fds = find(library, "sd_listen_fds");
+}
+
+const char *ccsd_systemd_load(void) {
+    pthread_once(&once, load);
+    return load_error;
+}
+
+int ccsd_systemd_wanted(void) {
+    return getenv("NOTIFY_SOCKET") != NULL || getenv("WATCHDOG_USEC") != NULL || getenv("LISTEN_PID") != NULL;
+}
+
+int ccsd_sd_notify(int unset_environment, const char *state) {
+    if (getenv("NOTIFY_SOCKET") == NULL) return 0;  // sd_notify(3): "If $NOTIFY_SOCKET is not set, ... 0"
+    if (ccsd_systemd_load() != NULL) return -ELIBACC;
+    return systemd.notify(unset_environment, state);
+}
+
+int ccsd_sd_watchdog_enabled(int unset_environment, uint64_t *usec) {
+    if (getenv("WATCHDOG_USEC") == NULL) {  // disabled: 0; the variables go as libsystemd's would
+        if (unset_environment) {
+            unsetenv("WATCHDOG_USEC");
+            unsetenv("WATCHDOG_PID");
+        }
+        return 0;
+    }
+    if (ccsd_systemd_load() != NULL) return -ELIBACC;
+    return systemd.watchdog_enabled(unset_environment, usec);
+}
+
+int ccsd_sd_listen_fds(int unset_environment) {
+    if (getenv("LISTEN_PID") == NULL) {  // not socket-activated: 0; the variables go as libsystemd's would
+        if (unset_environment) {
+            unsetenv("LISTEN_PID");
+            unsetenv("LISTEN_FDS");
+            unsetenv("LISTEN_FDNAMES");
+        }
+        return 0;
+    }
+    if (ccsd_systemd_load() != NULL) return -ELIBACC;
+    return systemd.listen_fds(unset_environment);
+}
