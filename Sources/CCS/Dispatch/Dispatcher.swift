@@ -126,6 +126,10 @@ public struct Dispatcher: Sendable {
     var acksOwedByConnection: [Int: Int] = [:]
     /// Messages in `.persisting`.
     public internal(set) var persisting = 0
+    /// Handles of messages submitted for persisting, in submit order, stale ones included: the store answers
+    /// in that order, so `persisted` finds each message at the front without hashing its message_id
+    /// (`persistingHandle(_:)`).
+    var persistingOrder = FIFO<LiveTable.Handle>()
     /// Messages in `.finalizing`.
     var finalizing = 0
     /// Connections leaving the pool after a reload lowered `connections` (`Dispatcher+Reconfigure.swift`):

@@ -2,8 +2,9 @@
 /// outstanding, finalizing), each in a slot with its record and its place.
 ///
 /// Queues, timers and releases hold a `Handle` (slot and generation), so moving a message along its path
-/// touches no `String`-keyed map; the one map by message_id serves the lookups that arrive with a
-/// message_id (intake duplicates, acks, nacks, status). A slot is reused once its message leaves; its
+/// touches no `String`-keyed map; the one index by message_id (`SlotIndex`) serves the lookups that arrive
+/// with a message_id (intake duplicates, acks, nacks, status). A message_id is hashed once as it enters
+/// (`insert`) and once per lookup; leaving (`remove`) goes by the hash kept with the slot. A slot is reused once its message leaves; its
 /// generation then changes, so a handle left behind in a queue or timer finds nothing instead of the slot's
 /// next message.
 struct LiveTable: Sendable {
@@ -20,22 +21,28 @@ struct LiveTable: Sendable {
 
     private var entries: [Entry?] = []
     private var generations: [UInt32] = []
+    /// Each slot's message_id hash (`SlotIndex.hash`), kept for its removal from `index`.
+    private var hashes: [UInt32] = []
     private var freeSlots: [Int32] = []
-    private var slotOfMessageID: [String: Int32] = [:]
+    private var index = SlotIndex()
 
     /// Messages in the table.
-    var count: Int { slotOfMessageID.count }
+    var count: Int { index.count }
 
     /// Bytes of JSON text (`MessageRecord.json`, UTF-8) of the messages in the table, kept as they come and go.
     private(set) var jsonBytes = 0
 
     /// The message_ids in the table, in no order.
-    var messageIDs: Dictionary<String, Int32>.Keys { slotOfMessageID.keys }
+    var messageIDs: [String] { entries.compactMap { $0?.record.messageID } }
 
     /// The handle of live message `messageID`, or nil.
     func handle(_ messageID: String) -> Handle? {
-        guard let slot = slotOfMessageID[messageID] else { return nil }
+        guard let slot = slot(of: messageID, hash: SlotIndex.hash(messageID)) else { return nil }
         return Handle(slot: slot, generation: generations[Int(slot)])
+    }
+
+    private func slot(of messageID: String, hash: UInt32) -> Int32? {
+        index.find(hash: hash) { entries[Int($0)]!.record.messageID == messageID }
     }
 
     /// The entry a handle names; nil once its message left the table.
@@ -45,29 +52,26 @@ struct LiveTable: Sendable {
 
     /// The entry of live message `messageID`, or nil.
     func entry(_ messageID: String) -> Entry? {
-        guard let slot = slotOfMessageID[messageID] else { return nil }
+        guard let slot = slot(of: messageID, hash: SlotIndex.hash(messageID)) else { return nil }
         return entries[Int(slot)]
     }
 
-    /// Adds a message whose message_id is not in the table (one lookup); nil, and nothing changed, when it is.
+    /// Adds a message whose message_id is not in the table (its one hash); nil, and nothing changed, when it is.
     mutating func insert(_ record: MessageRecord, place: Dispatcher.Place) -> Handle? {
-        let slot = freeSlots.last ?? Int32(entries.count)
-        guard Self.claim(&slotOfMessageID[record.messageID, default: -1], for: slot) else { return nil }
-        if freeSlots.isEmpty {
+        let hash = SlotIndex.hash(record.messageID)
+        guard slot(of: record.messageID, hash: hash) == nil else { return nil }
+        let slot = freeSlots.popLast() ?? Int32(entries.count)
+        if Int(slot) == entries.count {
             entries.append(Entry(record: record, place: place))
             generations.append(0)
+            hashes.append(hash)
         } else {
-            freeSlots.removeLast()
             entries[Int(slot)] = Entry(record: record, place: place)
+            hashes[Int(slot)] = hash
         }
+        index.insert(hash: hash, slot: slot)
         jsonBytes += record.json.utf8.count
         return Handle(slot: slot, generation: generations[Int(slot)])
-    }
-
-    private static func claim(_ value: inout Int32, for slot: Int32) -> Bool {
-        guard value == -1 else { return false }
-        value = slot
-        return true
     }
 
     /// Moves a live message to `place`. The handle must be current.
@@ -94,7 +98,7 @@ struct LiveTable: Sendable {
     mutating func remove(_ handle: Handle) {
         let slot = Int(handle.slot)
         precondition(generations[slot] == handle.generation, "stale handle")
-        slotOfMessageID[entries[slot]!.record.messageID] = nil
+        index.remove(hash: hashes[slot], slot: handle.slot)
         jsonBytes -= entries[slot]!.record.json.utf8.count
         entries[slot] = nil
         generations[slot] &+= 1

@@ -1,0 +1,94 @@
+import Testing
+@testable import CCS
+
+/// The compact-handle bookkeeping of the dispatcher against the rules it stands for: `SlotIndex` against a
+/// `Dictionary`, and the fast paths (the store's answers found in submit order) against the lookups by
+/// message_id they replace.
+@Suite struct DispatcherHandleTests {
+    typealias Harness = DispatcherTests.Harness
+
+    // MARK: SlotIndex
+
+    /// Random inserts and removals against a `[key: slot]` dictionary, with hashes from a small range so that
+    /// runs collide, wrap around the end of the buckets and are cut by removals in their middle.
+    @Test(arguments: [1, 7, 1 << 20, 1 << 32 - 1])
+    func slotIndexAgreesWithADictionary(hashRange: Int) {
+        var random = SplitMix64(seed: UInt64(hashRange))
+        var index = SlotIndex()
+        var reference: [String: Int32] = [:]
+        var hashOf: [String: UInt32] = [:]
+        var keyOfSlot: [Int32: String] = [:]
+        var nextSlot: Int32 = 0
+        for step in 0..<10_000 {
+            let key = "k-\(random.next() % 200)"
+            let hash = UInt32(random.next() % UInt64(hashRange))
+            let found = index.find(hash: hashOf[key] ?? hash) { keyOfSlot[$0] == key }
+            #expect(found == reference[key], "step \(step): \(key)")
+            if let slot = reference[key] {
+                if random.next() % 3 != 0 {
+                    index.remove(hash: hashOf[key]!, slot: slot)
+                    reference[key] = nil
+                    hashOf[key] = nil
+                    keyOfSlot[slot] = nil
+                }
+            } else {
+                index.insert(hash: hash, slot: nextSlot)
+                reference[key] = nextSlot
+                hashOf[key] = hash
+                keyOfSlot[nextSlot] = key
+                nextSlot += 1
+            }
+            #expect(index.count == reference.count)
+        }
+        for (key, slot) in reference { #expect(index.find(hash: hashOf[key]!) { keyOfSlot[$0] == key } == slot) }
+    }
+
+    @Test func slotIndexFindsEqualStringsByTheirSeededHash() {
+        // Canonically equivalent strings are equal keys, as in a Dictionary.
+        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
+        #expect(SlotIndex.hash(composed) == SlotIndex.hash(decomposed))
+        var index = SlotIndex()
+        index.insert(hash: SlotIndex.hash(composed), slot: 0)
+        #expect(index.find(hash: SlotIndex.hash(decomposed)) { _ in composed == decomposed } == 0)
+    }
+
+    // MARK: The store's answers
+
+    /// The store may answer persist requests in any subset and order: each answer finds its own message
+    /// whether it is the oldest one persisting (the fast path) or not (by message_id), and answers for ids
+    /// not persisting change nothing. Debug builds check each fast-path answer against the lookup.
+    @Test(arguments: [1, 2, 3])
+    func persistAnswersInAnyOrderFindTheirOwnMessages(seed: UInt64) {
+        var random = SplitMix64(seed: seed)
+        var h = Harness(window: 100)
+        h.startReady()
+        h.holdPersists = true
+        var accepted: [String] = []
+        for round in 0..<40 {
+            for i in 0..<Int(random.next() % 20) { h.accept("m-\(round)-\(i)", line: i) }
+            var held = h.heldPersists
+            h.heldPersists.removeAll()
+            // Answer a random part of what is held, in a random order; keep the rest for a later round.
+            for i in held.indices.reversed() { held.swapAt(i, Int(random.next() % UInt64(i + 1))) }
+            let answered = held.prefix(Int(random.next() % UInt64(held.count + 1)))
+            h.heldPersists = Array(held.dropFirst(answered.count))
+            var results = answered.map { PersistResult(messageID: $0.record.messageID, line: $0.line, outcome: .stored) }
+            if random.next() % 4 == 0, let first = results.first { results.append(first) }  // answered twice
+            results.append(PersistResult(messageID: "never-submitted", line: nil, outcome: .stored))
+            let before = h.dispatcher.counters.accepted
+            h.answer(results)
+            accepted += answered.map(\.record.messageID)
+            #expect(h.dispatcher.persisting == h.heldPersists.count)
+            #expect(h.dispatcher.counters.accepted - before == answered.count, "each message accepted once")
+            #expect(h.dispatcher.persistingOrder.count <= 4 * h.dispatcher.persisting + 64 + 20)
+        }
+        accepted += h.heldPersists.map(\.record.messageID)
+        h.answerPersists()
+        #expect(h.dispatcher.persisting == 0)
+        #expect(h.dispatcher.pending == h.dispatcher.outstanding)
+        // The accepted ones went on the wire in the order they were answered.
+        let sentIDs = h.sends.map(\.messageID)
+        #expect(sentIDs.count == min(100, accepted.count))
+        #expect(sentIDs == Array(accepted.prefix(sentIDs.count)))
+    }
+}
