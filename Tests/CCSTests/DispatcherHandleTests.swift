@@ -91,4 +91,77 @@ import Testing
         #expect(sentIDs.count == min(100, accepted.count))
         #expect(sentIDs == Array(accepted.prefix(sentIDs.count)))
     }
+
+    // MARK: Messages that leave the table while in flight
+
+    /// Abandoned while in flight, a message leaves the live table once its final event is recorded, but CCS
+    /// still counts it: it keeps its window slot until its ack arrives (found by message_id, its handle being
+    /// stale), and its slot reused by a new message changes nothing of that.
+    @Test func anAbandonedMessageInFlightHoldsItsWindowSlotUntilItsAck() {
+        var h = Harness(window: 2)
+        h.startReady()
+        h.accept("a")
+        h.accept("b")
+        h.apply(h.dispatcher.abandonOutstanding())
+        #expect(h.dispatcher.outstanding == 0)
+        #expect(h.dispatcher.orphansInFlight == 2)
+        #expect(h.dispatcher.inFlight == 2)
+        #expect(Set(h.dispatcher.sessions[1]!.inFlight) == ["a", "b"])
+        #expect(h.dispatcher.sessions[1]!.sentAt == ["a": 0, "b": 0])
+        h.ack("zzz", on: 1)
+        #expect(h.dispatcher.counters.unmatchedResolutions == 1)
+        h.ack("b", on: 1)
+        #expect(h.dispatcher.inFlight == 1)
+        #expect(h.dispatcher.orphansInFlight == 1)
+        #expect(h.dispatcher.counters.unmatchedResolutions == 1)
+        #expect(h.dispatcher.sessions[1]!.inFlight == ["a"])
+        h.ack("b", on: 1)  // once only
+        #expect(h.dispatcher.counters.unmatchedResolutions == 2)
+        // The connection ends with "a" still out: nothing is resent (it is final), nothing is left over.
+        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "reset"), now: h.now))
+        #expect(h.dispatcher.orphansInFlight == 0)
+        #expect(h.dispatcher.inFlight == 0)
+        #expect(h.sends.map(\.messageID) == ["a", "b"])
+    }
+
+    /// The ack timer of an abandoned message in flight still ends a silent connection, as the timer of any
+    /// message in flight does: its handle is stale, so the timer finds it in its session by scan.
+    @Test func anAbandonedMessageInFlightStillTimesItsConnectionOut() {
+        var h = Harness(window: 1, ackTimeout: 30)
+        h.startReady()
+        h.accept("a")
+        h.apply(h.dispatcher.abandonOutstanding())
+        #expect(h.dispatcher.orphansInFlight == 1)
+        h.advance(to: 29)
+        #expect(h.aborts.isEmpty)
+        h.advance(to: 31)
+        #expect(h.aborts == [1])
+        #expect(h.dispatcher.orphansInFlight == 0)
+    }
+
+    /// Acks in any order move the other messages in flight within their session (swap on removal): each
+    /// later ack still finds its message through the live table's wire position (debug builds check each
+    /// one against a scan by message_id), and resends after a lost connection go in message_id order.
+    @Test func acksInAnyOrderKeepTheWirePositionsRight() {
+        var random = SplitMix64(seed: 9)
+        var h = Harness(window: 50)
+        h.startReady()
+        for i in 0..<50 { h.accept("m-\(i)") }
+        var open = (0..<50).map { "m-\($0)" }
+        for _ in 0..<30 {
+            let id = open.remove(at: Int(random.next() % UInt64(open.count)))
+            h.ack(id, on: 1)
+        }
+        #expect(h.dispatcher.counters.acked == 30)
+        #expect(Set(h.dispatcher.sessions[1]!.inFlight) == Set(open))
+        h.apply(h.dispatcher.connectionEnded(1, .lost(reason: "reset"), now: h.now))
+        h.advance(to: 100)  // past the reconnect backoff
+        let next = h.opened.last!.connection
+        #expect(next == 2)
+        h.apply(h.dispatcher.connectionReady(next, now: h.now))
+        #expect(Array(h.sends.map(\.messageID).suffix(20)) == open.sorted())
+        for id in open { h.ack(id, on: next) }
+        #expect(h.dispatcher.counters.acked == 50)
+        #expect(h.dispatcher.counters.unmatchedResolutions == 0)
+    }
 }

@@ -54,7 +54,7 @@ extension Dispatcher {
         var actions: [DispatcherAction] = []
         for result in results {
             let messageID = result.messageID
-            guard let handle = persistingHandle(messageID), case .persisting(let line)? = table[handle]?.place else { continue }
+            guard let handle = persistingHandle(messageID), case .persisting(let line)? = table.place(of: handle) else { continue }
             persisting -= 1
             switch result.outcome {
             case .stored:
@@ -85,11 +85,11 @@ extension Dispatcher {
     /// at the front (messages answered out of order, or gone) are dropped on the way.
     mutating func persistingHandle(_ messageID: String) -> LiveTable.Handle? {
         while let front = persistingOrder.first {
-            guard let entry = table[front], case .persisting = entry.place else {
+            guard case .persisting? = table.place(of: front) else {
                 _ = persistingOrder.popFirst()
                 continue
             }
-            guard entry.record.messageID == messageID else { break }
+            guard table.holds(front, messageID: messageID) else { break }
             _ = persistingOrder.popFirst()
             assert(table.handle(messageID) == front, "the persisting order disagrees with the message_id index")
             return front
@@ -99,7 +99,7 @@ extension Dispatcher {
         if persistingOrder.count > 4 * persisting + 64 {
             var kept = FIFO<LiveTable.Handle>()
             while let handle = persistingOrder.popFirst() {
-                if case .persisting? = table[handle]?.place { kept.append(handle) }
+                if case .persisting? = table.place(of: handle) { kept.append(handle) }
             }
             persistingOrder = kept
         }
@@ -138,8 +138,9 @@ extension Dispatcher {
             case .ack(let messageID, let connection, let to):
                 releaseAck(messageID: messageID, connection: connection, to: to, actions: &actions)
             case .finalize(let handle):
-                if table[handle]?.place == .finalizing {
-                    table.remove(handle)
+                if table.place(of: handle) == .finalizing {
+                    // Still on the wire (abandoned in flight): it holds its window slot as an orphan.
+                    if table.remove(handle) != nil { orphansInFlight += 1 }
                     finalizing -= 1
                 }
             }
@@ -218,11 +219,12 @@ extension Dispatcher {
 
     /// `finalize` of the message a handle names (false when the handle is stale).
     mutating func finalize(_ handle: LiveTable.Handle, event: consuming DispatcherEvent, actions: inout [DispatcherAction]) -> Bool {
-        guard let entry = table[handle], entry.place.isActive else { return false }
+        guard let place = table.place(of: handle), place.isActive else { return false }
+        let record = table.record(of: handle)!
         table.setPlace(.finalizing, of: handle)
         finalizing += 1
-        rateLimit.ended(key: entry.record.rateKey)
-        let recordID = self.record(event, finalMessageID: entry.record.messageID, actions: &actions)
+        rateLimit.ended(key: record.rateKey)
+        let recordID = self.record(event, finalMessageID: record.messageID, actions: &actions)
         pendingReleases.append((recordID, .finalize(handle)))
         return true
     }
@@ -231,7 +233,7 @@ extension Dispatcher {
     mutating func enqueueAccepted(_ handle: LiveTable.Handle) {
         table.setPlace(.queued, of: handle)
         readyQueue.append(handle)
-        let record = table[handle]!.record
+        let record = table.record(of: handle)!
         rateLimit.added(key: record.rateKey)
         timers.schedule(at: record.expiresAt, .expiry(handle))
     }

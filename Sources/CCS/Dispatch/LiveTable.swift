@@ -14,12 +14,32 @@ struct LiveTable: Sendable {
         let generation: UInt32
     }
 
+    /// Where a message on the wire sits in its session (`CCSSession.inFlightHandles`): the connection, and its
+    /// position there. Kept apart from `place`, since a message may become final while still on the wire.
+    struct Wire: Sendable, Equatable {
+        var connection: Int
+        var position: Int32
+    }
+
     struct Entry: Sendable {
         var record: MessageRecord
         var place: Dispatcher.Place
+        /// While the message is in flight on a session (sent, no ack, nack or end of its connection yet):
+        /// `wirePosition` >= 0 (`wire`). Not an optional `Wire`: that made every copy of an entry go
+        /// through the runtime's enum-tag functions.
+        var wireConnection = 0
+        var wirePosition: Int32 = -1
+        /// False in a free slot.
+        var isOccupied = true
+
+        var wire: Wire? { wirePosition >= 0 ? Wire(connection: wireConnection, position: wirePosition) : nil }
     }
 
-    private var entries: [Entry?] = []
+    /// By slot; a free slot holds `vacant` (not optionals: unwrapping an element copied the whole entry).
+    private var entries: [Entry] = []
+    private static let vacant = Entry(
+        record: MessageRecord(messageID: "", json: "", to: "", rateKey: "", acceptedAt: 0, acceptedAtUnixMillis: 0, timeToLive: 0),
+        place: .finalizing, isOccupied: false)
     private var generations: [UInt32] = []
     /// Each slot's message_id hash (`SlotIndex.hash`), kept for its removal from `index`.
     private var hashes: [UInt32] = []
@@ -33,7 +53,7 @@ struct LiveTable: Sendable {
     private(set) var jsonBytes = 0
 
     /// The message_ids in the table, in no order.
-    var messageIDs: [String] { entries.compactMap { $0?.record.messageID } }
+    var messageIDs: [String] { entries.filter(\.isOccupied).map(\.record.messageID) }
 
     /// The handle of live message `messageID`, or nil.
     func handle(_ messageID: String) -> Handle? {
@@ -42,12 +62,30 @@ struct LiveTable: Sendable {
     }
 
     private func slot(of messageID: String, hash: UInt32) -> Int32? {
-        index.find(hash: hash) { entries[Int($0)]!.record.messageID == messageID }
+        index.find(hash: hash) { entries[Int($0)].record.messageID == messageID }
+    }
+
+    /// True while the message a handle names is in the table.
+    func isLive(_ handle: Handle) -> Bool { generations[Int(handle.slot)] == handle.generation }
+
+    /// The place of the message a handle names; nil once it left the table.
+    func place(of handle: Handle) -> Dispatcher.Place? {
+        generations[Int(handle.slot)] == handle.generation ? entries[Int(handle.slot)].place : nil
+    }
+
+    /// The record of the message a handle names; nil once it left the table.
+    func record(of handle: Handle) -> MessageRecord? {
+        generations[Int(handle.slot)] == handle.generation ? entries[Int(handle.slot)].record : nil
+    }
+
+    /// True when the message a handle names is in the table with message_id `messageID`.
+    func holds(_ handle: Handle, messageID: String) -> Bool {
+        generations[Int(handle.slot)] == handle.generation && entries[Int(handle.slot)].record.messageID == messageID
     }
 
     /// The entry a handle names; nil once its message left the table.
     subscript(handle: Handle) -> Entry? {
-        generations[Int(handle.slot)] == handle.generation ? entries[Int(handle.slot)] : nil
+        generations[Int(handle.slot)] == handle.generation ? entries[Int(handle.slot)] : nil as Entry?
     }
 
     /// The entry of live message `messageID`, or nil.
@@ -62,11 +100,11 @@ struct LiveTable: Sendable {
         guard slot(of: record.messageID, hash: hash) == nil else { return nil }
         let slot = freeSlots.popLast() ?? Int32(entries.count)
         if Int(slot) == entries.count {
-            entries.append(Entry(record: record, place: place))
+            entries.append(Entry(record: record, place: place, isOccupied: true))
             generations.append(0)
             hashes.append(hash)
         } else {
-            entries[Int(slot)] = Entry(record: record, place: place)
+            entries[Int(slot)] = Entry(record: record, place: place, isOccupied: true)
             hashes[Int(slot)] = hash
         }
         index.insert(hash: hash, slot: slot)
@@ -77,31 +115,47 @@ struct LiveTable: Sendable {
     /// Moves a live message to `place`. The handle must be current.
     mutating func setPlace(_ place: Dispatcher.Place, of handle: Handle) {
         precondition(generations[Int(handle.slot)] == handle.generation, "stale handle")
-        entries[Int(handle.slot)]!.place = place
+        entries[Int(handle.slot)].place = place
     }
 
     /// Changes a live message's record in place. The handle must be current.
     mutating func updateRecord(of handle: Handle, _ change: (inout MessageRecord) -> Void) {
         precondition(generations[Int(handle.slot)] == handle.generation, "stale handle")
-        let before = entries[Int(handle.slot)]!.record.json.utf8.count
-        change(&entries[Int(handle.slot)]!.record)
-        jsonBytes += entries[Int(handle.slot)]!.record.json.utf8.count - before
+        let before = entries[Int(handle.slot)].record.json.utf8.count
+        change(&entries[Int(handle.slot)].record)
+        jsonBytes += entries[Int(handle.slot)].record.json.utf8.count - before
+    }
+
+    /// Sets where a live message sits on the wire (nil: not in flight any more). The handle must be current.
+    mutating func setWire(_ wire: Wire?, of handle: Handle) {
+        precondition(generations[Int(handle.slot)] == handle.generation, "stale handle")
+        entries[Int(handle.slot)].wireConnection = wire?.connection ?? 0
+        entries[Int(handle.slot)].wirePosition = wire?.position ?? -1
+    }
+
+    /// The wire position of a live message, or nil (not on the wire, or the handle is stale).
+    func wire(of handle: Handle) -> Wire? {
+        generations[Int(handle.slot)] == handle.generation ? entries[Int(handle.slot)].wire : nil
     }
 
     /// Counts one more send of a live message (its JSON, and so `jsonBytes`, unchanged). The handle must be current.
     mutating func countSend(of handle: Handle) {
         precondition(generations[Int(handle.slot)] == handle.generation, "stale handle")
-        entries[Int(handle.slot)]!.record.sends += 1
+        entries[Int(handle.slot)].record.sends += 1
     }
 
-    /// Takes a message out of the table; its handles find nothing from now on. The handle must be current.
-    mutating func remove(_ handle: Handle) {
+    /// Takes a message out of the table; its handles find nothing from now on. Returns where it was on the
+    /// wire, if it still was. The handle must be current.
+    @discardableResult
+    mutating func remove(_ handle: Handle) -> Wire? {
         let slot = Int(handle.slot)
         precondition(generations[slot] == handle.generation, "stale handle")
         index.remove(hash: hashes[slot], slot: handle.slot)
-        jsonBytes -= entries[slot]!.record.json.utf8.count
-        entries[slot] = nil
+        jsonBytes -= entries[slot].record.json.utf8.count
+        let wire = entries[slot].wire
+        entries[slot] = Self.vacant
         generations[slot] &+= 1
         freeSlots.append(handle.slot)
+        return wire
     }
 }

@@ -17,13 +17,19 @@ public struct CCSSession: Sendable {
     public let endpoint: Endpoint
     public private(set) var phase: Phase = .connecting
     public private(set) var window: FlowWindow
-    /// When each message_id in flight here was sent (dispatcher clock, seconds). A message that expired or
-    /// was abandoned while in flight stays here, holding its window slot, until its ack or nack arrives or
-    /// the connection ends: CCS still counts it as unacked.
-    public private(set) var sentAt: [String: Double] = [:]
+    /// What is in flight here, in three parallel arrays in no order: each message's live-table handle, its
+    /// message_id, and when it was sent (dispatcher clock, seconds). The live table keeps each message's
+    /// position here (`LiveTable.Wire`), so a send and a resolution touch no map. A message that was
+    /// abandoned while in flight stays here, holding its window slot, until its ack or nack arrives or the
+    /// connection ends: CCS still counts it as unacked. Its handle is then stale (an orphan), and only its
+    /// message_id finds it (`position(of:)`).
+    private(set) var inFlightHandles: [LiveTable.Handle] = []
+    /// message_ids sent here and not yet acked or nacked, in no order.
+    public private(set) var inFlight: [String] = []
+    private var sendTimes: [Double] = []
 
-    /// message_ids sent here and not yet acked or nacked.
-    public var inFlight: Dictionary<String, Double>.Keys { sentAt.keys }
+    /// When each message_id in flight here was sent (dispatcher clock, seconds): a view built on each read.
+    public var sentAt: [String: Double] { Dictionary(uniqueKeysWithValues: zip(inFlight, sendTimes)) }
 
     public init(id: Int, endpoint: Endpoint, windowCapacity: Int) {
         self.id = id
@@ -46,19 +52,47 @@ public struct CCSSession: Sendable {
         readyAt = now
     }
 
-    /// Records a send at `now`. The caller checked `canSend`.
-    public mutating func didSend(_ messageID: String, now: Double) {
+    /// Records a send at `now`; returns the message's position among those in flight. The caller checked
+    /// `canSend`.
+    mutating func didSend(_ messageID: String, handle: LiveTable.Handle, now: Double) -> Int32 {
         guard phase == .ready else { preconditionFailure("send in phase \(phase)") }
+        assert(!inFlight.contains(messageID), "\(messageID) sent twice on connection \(id)")
         window.didSend()
-        sentAt[messageID] = now
+        inFlightHandles.append(handle)
+        inFlight.append(messageID)
+        sendTimes.append(now)
+        return Int32(inFlight.count - 1)
     }
 
-    /// An ack or nack arrived for `messageID`; returns false when it was not in flight here.
-    public mutating func resolve(_ messageID: String, now: Double) -> Bool {
-        guard sentAt.removeValue(forKey: messageID) != nil else { return false }
+    /// The handle, message_id and send time of the message in flight at `position`.
+    func inFlight(at position: Int32) -> (handle: LiveTable.Handle, messageID: String, sentAt: Double) {
+        (inFlightHandles[Int(position)], inFlight[Int(position)], sendTimes[Int(position)])
+    }
+
+    /// The position of `messageID` among those in flight here, or nil: a scan of at most the window.
+    func position(of messageID: String) -> Int32? {
+        inFlight.firstIndex(of: messageID).map(Int32.init)
+    }
+
+    /// The position of `handle` among those in flight here, or nil: a scan of at most the window.
+    func position(of handle: LiveTable.Handle) -> Int32? {
+        inFlightHandles.firstIndex(of: handle).map(Int32.init)
+    }
+
+    /// An ack or nack arrived for the message in flight at `position`: it leaves, and the last one takes its
+    /// position, whose handle is returned (nil when it was the last).
+    mutating func resolve(at position: Int32, now: Double) -> LiveTable.Handle? {
+        let index = Int(position)
+        let last = inFlight.count - 1
+        inFlightHandles.swapAt(index, last)
+        inFlight.swapAt(index, last)
+        sendTimes.swapAt(index, last)
+        inFlightHandles.removeLast()
+        inFlight.removeLast()
+        sendTimes.removeLast()
         lastResolutionAt = now
         window.didResolve()
-        return true
+        return index < last ? inFlightHandles[index] : nil
     }
 
     /// Enters draining; returns false when it already was. A connecting session may drain too: the server
