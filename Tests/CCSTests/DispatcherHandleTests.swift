@@ -164,4 +164,99 @@ import Testing
         #expect(h.dispatcher.counters.acked == 50)
         #expect(h.dispatcher.counters.unmatchedResolutions == 0)
     }
+
+    // MARK: RateLimit by key handle
+
+    /// The RATE_EXCEEDED rule as it was written before keys were interned: maps by key text. Random
+    /// additions, ends, acks, strikes, parks and unblocks (stale ones included) must give the same answers
+    /// from both, and the same count of keys tracked.
+    @Test(arguments: [1, 2, 3, 4])
+    func rateLimitByKeyHandleAgreesWithTheRuleByKeyText(seed: UInt64) {
+        struct Reference {
+            var blocked: [String: (until: Double, waiting: [String])] = [:]
+            var strikes: [String: Int] = [:]
+            var outstanding: [String: Int] = [:]
+            mutating func added(_ key: String) { outstanding[key, default: 0] += 1 }
+            mutating func ended(_ key: String) {
+                if let count = outstanding[key] {
+                    if count > 1 { outstanding[key] = count - 1; return }
+                    outstanding[key] = nil
+                }
+                strikes[key] = nil
+            }
+            mutating func acked(_ key: String) { strikes[key] = nil }
+            mutating func strike(_ key: String, message: String, now: Double, backoff: Backoff, random: inout SplitMix64) -> Double {
+                let count = (strikes[key] ?? 0) + 1
+                strikes[key] = count
+                let until = now + backoff.delay(attempt: count, using: &random)
+                var block = blocked[key] ?? (until, [])
+                block.until = max(block.until, until)
+                block.waiting.append(message)
+                blocked[key] = block
+                return block.until
+            }
+            mutating func park(_ key: String, message: String, now: Double) -> Bool {
+                guard var block = blocked[key], block.until > now else { return false }
+                block.waiting.append(message)
+                blocked[key] = block
+                return true
+            }
+            mutating func unblock(_ key: String, now: Double) -> [String]? {
+                guard let block = blocked[key], block.until <= now else { return nil }
+                blocked[key] = nil
+                return block.waiting
+            }
+            var keysTracked: Int { strikes.count + blocked.count + outstanding.count }
+        }
+
+        var random = SplitMix64(seed: seed)
+        var reference = Reference()
+        var rateLimit = RateLimit()
+        var referenceRandom = SplitMix64(seed: 7), rateLimitRandom = SplitMix64(seed: 7)
+        let backoff = Backoff(base: 1, cap: 8)
+        // Outstanding messages: name, key text, key handle, live-table handle.
+        var messages: [(name: String, key: String, handle: RateLimit.Key, slot: LiveTable.Handle)] = []
+        // Unblock timers, fired at their time in time order as the dispatcher's timers are.
+        var unblockTimers: [(due: Double, key: String, handle: RateLimit.Key)] = []
+        var now = 0.0, next = 0
+        for step in 0..<5_000 {
+            now += Double(random.next() % 100) / 100
+            switch random.next() % 6 {
+            case 0, 1:
+                let key = "token-\(random.next() % 5)"
+                reference.added(key)
+                messages.append(("m-\(next)", key, rateLimit.added(key: key), LiveTable.Handle(slot: Int32(next), generation: 0)))
+                next += 1
+            case 2 where !messages.isEmpty:
+                let message = messages.remove(at: Int(random.next() % UInt64(messages.count)))
+                reference.ended(message.key)
+                rateLimit.ended(message.handle)
+                if random.next() % 2 == 0 {  // acked: the ack comes after the end, as in the dispatcher
+                    reference.acked(message.key)
+                    rateLimit.acked(message.handle)
+                }
+            case 3 where !messages.isEmpty:
+                let message = messages[Int(random.next() % UInt64(messages.count))]
+                let expected = reference.strike(message.key, message: message.name, now: now, backoff: backoff, random: &referenceRandom)
+                let got = rateLimit.strike(message.handle, handle: message.slot, now: now, backoff: backoff, using: &rateLimitRandom)
+                #expect(got == expected, "step \(step)")
+                unblockTimers.append((got, message.key, message.handle))
+            case 4 where !messages.isEmpty:
+                let message = messages[Int(random.next() % UInt64(messages.count))]
+                #expect(rateLimit.parkIfBlocked(message.handle, handle: message.slot, now: now)
+                        == reference.park(message.key, message: message.name, now: now), "step \(step)")
+            case 5:
+                unblockTimers.sort { $0.due < $1.due }
+                while let timer = unblockTimers.first, timer.due <= now {
+                    unblockTimers.removeFirst()
+                    let expected = reference.unblock(timer.key, now: now)
+                    let got = rateLimit.unblock(timer.handle, now: now)?.map { "m-\($0.slot)" }
+                    #expect(got == expected, "step \(step)")
+                }
+            default:
+                break
+            }
+            #expect(rateLimit.keysTracked == reference.keysTracked, "step \(step)")
+        }
+    }
 }

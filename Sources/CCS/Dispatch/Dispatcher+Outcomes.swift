@@ -50,10 +50,10 @@ extension Dispatcher {
                 table.setPlace(.retryWait, of: handle)
                 timers.schedule(at: min(now + delay, record.expiresAt), .retry(handle))
             } else {
-                let until = rateLimit.strike(key: record.rateKey, messageID: nack.messageID, now: now,
-                                             backoff: configuration.rateLimitBackoff, using: &random)
+                let key = table.rateKey(of: handle)
+                let until = rateLimit.strike(key, handle: handle, now: now, backoff: configuration.rateLimitBackoff, using: &random)
                 table.setPlace(.rateLimited, of: handle)
-                timers.schedule(at: until, .unblock(record.rateKey))
+                timers.schedule(at: until, .unblock(key))
             }
         }
     }

@@ -223,7 +223,7 @@ extension Dispatcher {
         let record = table.record(of: handle)!
         table.setPlace(.finalizing, of: handle)
         finalizing += 1
-        rateLimit.ended(key: record.rateKey)
+        rateLimit.ended(table.rateKey(of: handle))
         let recordID = self.record(event, finalMessageID: record.messageID, actions: &actions)
         pendingReleases.append((recordID, .finalize(handle)))
         return true
@@ -234,7 +234,7 @@ extension Dispatcher {
         table.setPlace(.queued, of: handle)
         readyQueue.append(handle)
         let record = table.record(of: handle)!
-        rateLimit.added(key: record.rateKey)
+        table.setRateKey(rateLimit.added(key: record.rateKey), of: handle)
         timers.schedule(at: record.expiresAt, .expiry(handle))
     }
 

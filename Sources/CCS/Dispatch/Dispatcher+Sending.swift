@@ -58,7 +58,7 @@ extension Dispatcher {
                 expire(handle, actions: &actions)
                 continue
             }
-            if rateLimit.parkIfBlocked(key: record.rateKey, messageID: record.messageID, now: now) {
+            if rateLimit.parkIfBlocked(table.rateKey(of: handle), handle: handle, now: now) {
                 table.setPlace(.rateLimited, of: handle)
                 continue
             }

@@ -68,7 +68,7 @@ public struct Dispatcher: Sendable {
 
     enum Timer: Sendable {
         case retry(LiveTable.Handle)
-        case unblock(String)
+        case unblock(RateLimit.Key)
         case reconnect(slot: Int)
         case expiry(LiveTable.Handle)
         case ackTimeout(LiveTable.Handle, connection: Int)
@@ -245,7 +245,7 @@ public struct Dispatcher: Sendable {
                 messageID: ack.messageID, to: ack.from ?? record.to,
                 canonicalRegistrationID: ack.canonicalRegistrationID,
                 group: ack.group), actions: &actions) else { break }
-            rateLimit.acked(key: record.rateKey)
+            rateLimit.acked(table.rateKey(of: handle))
             counters.acked += 1
             ackLatency.observe(now - record.acceptedAt)
         case .nack(let nack):
@@ -313,8 +313,8 @@ public struct Dispatcher: Sendable {
                     resendQueue.append(handle)
                 }
             case .unblock(let key):
-                for messageID in rateLimit.unblock(key: key, now: now) ?? [] {
-                    guard let handle = table.handle(messageID), table.place(of: handle) == .rateLimited else { continue }
+                for handle in rateLimit.unblock(key, now: now) ?? [] {
+                    guard table.place(of: handle) == .rateLimited else { continue }
                     table.setPlace(.queued, of: handle)
                     resendQueue.append(handle)
                 }

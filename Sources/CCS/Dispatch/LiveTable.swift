@@ -29,6 +29,8 @@ struct LiveTable: Sendable {
         /// through the runtime's enum-tag functions.
         var wireConnection = 0
         var wirePosition: Int32 = -1
+        /// The message's rate key (`RateLimit.added`), while it is outstanding.
+        var rateKey = RateLimit.Key.none
         /// False in a free slot.
         var isOccupied = true
 
@@ -136,6 +138,17 @@ struct LiveTable: Sendable {
     /// The wire position of a live message, or nil (not on the wire, or the handle is stale).
     func wire(of handle: Handle) -> Wire? {
         generations[Int(handle.slot)] == handle.generation ? entries[Int(handle.slot)].wire : nil
+    }
+
+    /// Sets the rate key of a live message. The handle must be current.
+    mutating func setRateKey(_ key: RateLimit.Key, of handle: Handle) {
+        precondition(generations[Int(handle.slot)] == handle.generation, "stale handle")
+        entries[Int(handle.slot)].rateKey = key
+    }
+
+    /// The rate key of the message a handle names (`RateLimit.Key.none` once it left the table).
+    func rateKey(of handle: Handle) -> RateLimit.Key {
+        generations[Int(handle.slot)] == handle.generation ? entries[Int(handle.slot)].rateKey : .none
     }
 
     /// Counts one more send of a live message (its JSON, and so `jsonBytes`, unchanged). The handle must be current.
