@@ -17,11 +17,10 @@ extension Dispatcher {
         record(.connection(id: id, endpoint: session.endpoint, state: .closed, reason: reason), actions: &actions)
         // In message_id order, as the resends have always gone out.
         var ended: [(messageID: String, handle: LiveTable.Handle)] = []
-        for position in 0..<Int32(session.inFlight.count) {
-            let (handle, messageID, _) = session.inFlight(at: position)
-            if table.isLive(handle) {
-                table.setWire(nil, of: handle)
-                ended.append((messageID, handle))
+        for item in session.items {
+            if table.isLive(item.handle) {
+                table.setWire(nil, of: item.handle)
+                ended.append((item.messageID, item.handle))
             } else {
                 orphansInFlight -= 1
             }
@@ -148,7 +147,7 @@ extension Dispatcher {
     /// after ccsd itself was slow to read) gets more time.
     mutating func ackTimeout(_ handle: LiveTable.Handle, on connection: Int, now: Double, actions: inout [DispatcherAction]) {
         guard let session = sessions[connection], let position = position(of: handle, in: session) else { return }
-        let (_, messageID, sentAt) = session.inFlight(at: position)
+        let (messageID, sentAt) = (session.inFlight(at: position).messageID, session.inFlight(at: position).sentAt)
         let silentFor = now - session.lastResolutionAt
         if silentFor < configuration.ackTimeout, now - sentAt < 4 * configuration.ackTimeout {
             let next = min(session.lastResolutionAt + configuration.ackTimeout, sentAt + 4 * configuration.ackTimeout)

@@ -17,19 +17,30 @@ public struct CCSSession: Sendable {
     public let endpoint: Endpoint
     public private(set) var phase: Phase = .connecting
     public private(set) var window: FlowWindow
-    /// What is in flight here, in three parallel arrays in no order: each message's live-table handle, its
-    /// message_id, and when it was sent (dispatcher clock, seconds). The live table keeps each message's
-    /// position here (`LiveTable.Wire`), so a send and a resolution touch no map. A message that was
-    /// abandoned while in flight stays here, holding its window slot, until its ack or nack arrives or the
-    /// connection ends: CCS still counts it as unacked. Its handle is then stale (an orphan), and only its
-    /// message_id finds it (`position(of:)`).
-    private(set) var inFlightHandles: [LiveTable.Handle] = []
+    /// A message in flight here: its live-table handle, its message_id, and when it was sent (dispatcher
+    /// clock, seconds).
+    struct InFlight: Sendable {
+        let handle: LiveTable.Handle
+        let messageID: String
+        let sentAt: Double
+    }
+
+    /// What is in flight here, in no order. The live table keeps each message's position here
+    /// (`LiveTable.Wire`), so a send and a resolution touch no map. One array, not one per field: the
+    /// dispatcher copies sessions (`sessions[id]`), and each array costs a retain and a release per copy.
+    /// A message that was abandoned while in flight stays here, holding its window slot, until its ack or
+    /// nack arrives or the connection ends: CCS still counts it as unacked. Its handle is then stale (an
+    /// orphan), and only its message_id finds it (`position(of:)`).
+    private(set) var items: [InFlight] = []
+
     /// message_ids sent here and not yet acked or nacked, in no order.
-    public private(set) var inFlight: [String] = []
-    private var sendTimes: [Double] = []
+    public var inFlight: [String] { items.map(\.messageID) }
+
+    /// The handles of what is in flight here, in no order.
+    var inFlightHandles: [LiveTable.Handle] { items.map(\.handle) }
 
     /// When each message_id in flight here was sent (dispatcher clock, seconds): a view built on each read.
-    public var sentAt: [String: Double] { Dictionary(uniqueKeysWithValues: zip(inFlight, sendTimes)) }
+    public var sentAt: [String: Double] { Dictionary(uniqueKeysWithValues: items.map { ($0.messageID, $0.sentAt) }) }
 
     public init(id: Int, endpoint: Endpoint, windowCapacity: Int) {
         self.id = id
@@ -56,43 +67,35 @@ public struct CCSSession: Sendable {
     /// `canSend`.
     mutating func didSend(_ messageID: String, handle: LiveTable.Handle, now: Double) -> Int32 {
         guard phase == .ready else { preconditionFailure("send in phase \(phase)") }
-        assert(!inFlight.contains(messageID), "\(messageID) sent twice on connection \(id)")
+        assert(!items.contains { $0.messageID == messageID }, "\(messageID) sent twice on connection \(id)")
         window.didSend()
-        inFlightHandles.append(handle)
-        inFlight.append(messageID)
-        sendTimes.append(now)
-        return Int32(inFlight.count - 1)
+        items.append(InFlight(handle: handle, messageID: messageID, sentAt: now))
+        return Int32(items.count - 1)
     }
 
-    /// The handle, message_id and send time of the message in flight at `position`.
-    func inFlight(at position: Int32) -> (handle: LiveTable.Handle, messageID: String, sentAt: Double) {
-        (inFlightHandles[Int(position)], inFlight[Int(position)], sendTimes[Int(position)])
-    }
+    /// The message in flight at `position`.
+    func inFlight(at position: Int32) -> InFlight { items[Int(position)] }
 
     /// The position of `messageID` among those in flight here, or nil: a scan of at most the window.
     func position(of messageID: String) -> Int32? {
-        inFlight.firstIndex(of: messageID).map(Int32.init)
+        items.firstIndex { $0.messageID == messageID }.map(Int32.init)
     }
 
     /// The position of `handle` among those in flight here, or nil: a scan of at most the window.
     func position(of handle: LiveTable.Handle) -> Int32? {
-        inFlightHandles.firstIndex(of: handle).map(Int32.init)
+        items.firstIndex { $0.handle == handle }.map(Int32.init)
     }
 
     /// An ack or nack arrived for the message in flight at `position`: it leaves, and the last one takes its
     /// position, whose handle is returned (nil when it was the last).
     mutating func resolve(at position: Int32, now: Double) -> LiveTable.Handle? {
         let index = Int(position)
-        let last = inFlight.count - 1
-        inFlightHandles.swapAt(index, last)
-        inFlight.swapAt(index, last)
-        sendTimes.swapAt(index, last)
-        inFlightHandles.removeLast()
-        inFlight.removeLast()
-        sendTimes.removeLast()
+        let last = items.count - 1
+        items.swapAt(index, last)
+        items.removeLast()
         lastResolutionAt = now
         window.didResolve()
-        return index < last ? inFlightHandles[index] : nil
+        return index < last ? items[index].handle : nil
     }
 
     /// Enters draining; returns false when it already was. A connecting session may drain too: the server
