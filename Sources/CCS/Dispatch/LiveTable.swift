@@ -164,9 +164,11 @@ struct LiveTable: Sendable {
         let slot = Int(handle.slot)
         precondition(generations[slot] == handle.generation, "stale handle")
         index.remove(hash: hashes[slot], slot: handle.slot)
-        jsonBytes -= entries[slot].record.json.utf8.count
-        let wire = entries[slot].wire
-        entries[slot] = Self.vacant
+        // Swapped out, not read in place: reading its fields in the array copied the whole entry, twice.
+        var removed = Self.vacant
+        swap(&removed, &entries[slot])
+        jsonBytes -= removed.record.json.utf8.count
+        let wire = removed.wire
         generations[slot] &+= 1
         freeSlots.append(handle.slot)
         return wire
