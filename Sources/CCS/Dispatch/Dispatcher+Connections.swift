@@ -15,8 +15,18 @@ extension Dispatcher {
         case .closedLocally: nil
         }
         record(.connection(id: id, endpoint: session.endpoint, state: .closed, reason: reason), actions: &actions)
-        for messageID in session.inFlight.sorted() where table.entry(messageID)?.place == .inFlight(id) {
-            requeueForResend(messageID, now: now, actions: &actions)
+        // In message_id order, as the resends have always gone out.
+        var ended: [(messageID: String, handle: LiveTable.Handle)] = []
+        for item in session.items {
+            if table.isLive(item.handle) {
+                table.setWire(nil, of: item.handle)
+                ended.append((item.messageID, item.handle))
+            } else {
+                orphansInFlight -= 1
+            }
+        }
+        for (_, handle) in ended.sorted(by: { $0.messageID < $1.messageID }) where table.place(of: handle) == .inFlight(id) {
+            requeueForResend(handle, now: now, actions: &actions)
         }
         if case .authenticationFailed(let reason) = end {
             stop(reason: shorteningTokens(in: reason), actions: &actions)
@@ -46,12 +56,31 @@ extension Dispatcher {
     }
 
     /// Resolves `messageID` in flight on connection `id`; false (counted and logged) when it is not.
-    mutating func resolve(_ messageID: String, on id: Int, now: Double, actions: inout [DispatcherAction]) -> Bool {
-        // Mutated in place: copying the session out would copy its in-flight table on every ack. Through its
+    /// `handle` is the live message's (`table.handle(messageID)`), if any: it finds the message's place in
+    /// the session without a lookup; only an orphan (`orphansInFlight`) needs the scan by message_id.
+    mutating func resolve(_ messageID: String, _ handle: LiveTable.Handle?, on id: Int, now: Double,
+                          actions: inout [DispatcherAction]) -> Bool {
+        // Mutated in place: copying the session out would copy its in-flight arrays on every ack. Through its
         // index: the optional subscript's modify moves the whole session in and out of a heap buffer.
-        guard let index = sessions.index(forKey: id), sessions.values[index].resolve(messageID, now: now) else {
+        guard let index = sessions.index(forKey: id) else {
             unmatched(messageID: messageID, on: id, actions: &actions)
             return false
+        }
+        var position: Int32?
+        if let handle, let wire = table.wire(of: handle), wire.connection == id {
+            position = wire.position
+        } else if orphansInFlight > 0 {
+            position = sessions.values[index].position(of: messageID)
+        }
+        assert(position == sessions.values[index].position(of: messageID), "the wire positions disagree with the scan for \(messageID)")
+        guard let position else {
+            unmatched(messageID: messageID, on: id, actions: &actions)
+            return false
+        }
+        let resolved = sessions.values[index].inFlight(at: position).handle
+        if table.isLive(resolved) { table.setWire(nil, of: resolved) } else { orphansInFlight -= 1 }
+        if let moved = sessions.values[index].resolve(at: position, now: now), table.isLive(moved) {
+            table.setWire(LiveTable.Wire(connection: id, position: position), of: moved)
         }
         inFlightCount -= 1
         noteConnectionChoice(id)
@@ -116,17 +145,42 @@ extension Dispatcher {
     /// Unresponsive: nothing resolved on the connection for `ackTimeout` while this message waited that
     /// long, or this one message waited four times as long. A connection still resolving others (say,
     /// after ccsd itself was slow to read) gets more time.
-    mutating func ackTimeout(_ messageID: String, on connection: Int, now: Double, actions: inout [DispatcherAction]) {
-        guard let session = sessions[connection], let sentAt = session.sentAt[messageID] else { return }
+    mutating func ackTimeout(_ handle: LiveTable.Handle, on connection: Int, now: Double, actions: inout [DispatcherAction]) {
+        guard let session = sessions[connection], let position = position(of: handle, in: session) else { return }
+        let (messageID, sentAt) = (session.inFlight(at: position).messageID, session.inFlight(at: position).sentAt)
         let silentFor = now - session.lastResolutionAt
         if silentFor < configuration.ackTimeout, now - sentAt < 4 * configuration.ackTimeout {
             let next = min(session.lastResolutionAt + configuration.ackTimeout, sentAt + 4 * configuration.ackTimeout)
-            timers.schedule(at: next, .ackTimeout(messageID, connection: connection))
+            timers.schedule(at: next, .ackTimeout(handle, connection: connection))
             return
         }
         let reason = "no ack or nack for \(messageID) after \(Int(now - sentAt)) s"
         counters.ackTimeouts += 1
         actions.append(.abort(connection: connection, reason: reason))
         actions += connectionEnded(connection, .lost(reason: reason), now: now)
+    }
+}
+
+/// Where a message in flight sits in its session, found by its handle.
+extension Dispatcher {
+    /// The position of the message `handle` names among those in flight on `session`, or nil: by the live
+    /// table's wire position, or, for a message no longer in the table, by a scan while orphans exist.
+    func position(of handle: LiveTable.Handle, in session: CCSSession) -> Int32? {
+        let position: Int32?
+        if table.isLive(handle) {
+            position = table.wire(of: handle).flatMap { $0.connection == session.id ? $0.position : nil }
+        } else {
+            position = orphansInFlight > 0 ? session.position(of: handle) : nil
+        }
+        assert(position == session.position(of: handle), "the wire positions disagree with the scan")
+        return position
+    }
+
+    /// True while the message `handle` names is in flight on connection `id` (an ack timer's test).
+    static func isInFlight(_ handle: LiveTable.Handle, on id: Int, table: LiveTable, sessions: [Int: CCSSession],
+                           orphansInFlight: Int) -> Bool {
+        if table.isLive(handle) { return table.wire(of: handle)?.connection == id }
+        guard orphansInFlight > 0, let session = sessions[id] else { return false }
+        return session.position(of: handle) != nil
     }
 }

@@ -21,12 +21,12 @@ extension Dispatcher {
             requeueForResend(nack.messageID, now: now, actions: &actions)
             drain(id, now: now, actions: &actions)
         case .transient, .rateLimited:
-            guard let handle = table.handle(nack.messageID), table[handle]?.place.isActive == true else { return }
+            guard let handle = table.handle(nack.messageID), table.place(of: handle)?.isActive == true else { return }
             table.updateRecord(of: handle) {
                 $0.attempts += 1
                 $0.lastError = error
             }
-            let record = table[handle]!.record
+            let record = table.record(of: handle)!
             actions.append(.saveProgress(record))
             if record.attempts >= configuration.maxAttempts {
                 if finalize(nack.messageID, event: .nacked(
@@ -50,18 +50,24 @@ extension Dispatcher {
                 table.setPlace(.retryWait, of: handle)
                 timers.schedule(at: min(now + delay, record.expiresAt), .retry(handle))
             } else {
-                let until = rateLimit.strike(key: record.rateKey, messageID: nack.messageID, now: now,
-                                             backoff: configuration.rateLimitBackoff, using: &random)
+                let key = table.rateKey(of: handle)
+                let until = rateLimit.strike(key, handle: handle, now: now, backoff: configuration.rateLimitBackoff, using: &random)
                 table.setPlace(.rateLimited, of: handle)
-                timers.schedule(at: until, .unblock(record.rateKey))
+                timers.schedule(at: until, .unblock(key))
             }
         }
     }
 
     /// Puts a message that left the wire unresolved first in line, unless its time_to_live ran out.
     mutating func requeueForResend(_ messageID: String, now: Double, actions: inout [DispatcherAction]) {
-        guard let handle = table.handle(messageID), let entry = table[handle], entry.place.isActive else { return }
-        if entry.record.isExpired(now: now) {
+        guard let handle = table.handle(messageID) else { return }
+        requeueForResend(handle, now: now, actions: &actions)
+    }
+
+    /// `requeueForResend` of the message a handle names.
+    mutating func requeueForResend(_ handle: LiveTable.Handle, now: Double, actions: inout [DispatcherAction]) {
+        guard let place = table.place(of: handle), place.isActive else { return }
+        if table.record(of: handle)!.isExpired(now: now) {
             expire(handle, actions: &actions)
             return
         }
@@ -75,7 +81,7 @@ extension Dispatcher {
     }
 
     mutating func expire(_ handle: LiveTable.Handle, actions: inout [DispatcherAction]) {
-        guard let messageID = table[handle]?.record.messageID else { return }
+        guard let messageID = table.record(of: handle)?.messageID else { return }
         if finalize(handle, event: .expired(messageID: messageID), actions: &actions) {
             counters.expired += 1
         }

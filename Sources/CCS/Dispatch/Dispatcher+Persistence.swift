@@ -22,11 +22,12 @@ extension Dispatcher {
             }
             // A message stays live until its final event is recorded, so its id cannot be reused and a late
             // ack can never resolve a new message (abandoning at shutdown closes intake first).
-            guard table.insert(record, place: .persisting(line: line)) != nil else {
+            guard let handle = table.insert(record, place: .persisting(line: line)) else {
                 reject(record.messageID, field: "message_id", error: Self.duplicateError, line: line, actions: &actions)
                 continue
             }
             persisting += 1
+            persistingOrder.append(handle)
             actions.append(.persist(record, line: line))
         }
         return actions
@@ -53,7 +54,7 @@ extension Dispatcher {
         var actions: [DispatcherAction] = []
         for result in results {
             let messageID = result.messageID
-            guard let handle = table.handle(messageID), case .persisting(let line)? = table[handle]?.place else { continue }
+            guard let handle = persistingHandle(messageID), case .persisting(let line)? = table.place(of: handle) else { continue }
             persisting -= 1
             switch result.outcome {
             case .stored:
@@ -77,6 +78,32 @@ extension Dispatcher {
         compactTimersIfNeeded()
         pump(now: now, actions: &actions)
         return actions
+    }
+
+    /// The handle of live message `messageID`: the oldest persisting one when it is that message (the
+    /// store's usual order, no hash), else by its message_id (`LiveTable.handle`, the rule). Stale handles
+    /// at the front (messages answered out of order, or gone) are dropped on the way.
+    mutating func persistingHandle(_ messageID: String) -> LiveTable.Handle? {
+        while let front = persistingOrder.first {
+            guard case .persisting? = table.place(of: front) else {
+                _ = persistingOrder.popFirst()
+                continue
+            }
+            guard table.holds(front, messageID: messageID) else { break }
+            _ = persistingOrder.popFirst()
+            assert(table.handle(messageID) == front, "the persisting order disagrees with the message_id index")
+            return front
+        }
+        // Answered out of order: by message_id. Its handle stays in the order until it reaches the front;
+        // should answers keep skipping the front, the order is cut down to the persisting messages.
+        if persistingOrder.count > 4 * persisting + 64 {
+            var kept = FIFO<LiveTable.Handle>()
+            while let handle = persistingOrder.popFirst() {
+                if case .persisting? = table.place(of: handle) { kept.append(handle) }
+            }
+            persistingOrder = kept
+        }
+        return table.handle(messageID)
     }
 
     /// The store cannot take messages (full disk, a locked database): intake rejects every message with a
@@ -111,8 +138,9 @@ extension Dispatcher {
             case .ack(let messageID, let connection, let to):
                 releaseAck(messageID: messageID, connection: connection, to: to, actions: &actions)
             case .finalize(let handle):
-                if table[handle]?.place == .finalizing {
-                    table.remove(handle)
+                if table.place(of: handle) == .finalizing {
+                    // Still on the wire (abandoned in flight): it holds its window slot as an orphan.
+                    if table.remove(handle) != nil { orphansInFlight += 1 }
                     finalizing -= 1
                 }
             }
@@ -191,11 +219,12 @@ extension Dispatcher {
 
     /// `finalize` of the message a handle names (false when the handle is stale).
     mutating func finalize(_ handle: LiveTable.Handle, event: consuming DispatcherEvent, actions: inout [DispatcherAction]) -> Bool {
-        guard let entry = table[handle], entry.place.isActive else { return false }
+        guard let place = table.place(of: handle), place.isActive else { return false }
+        let record = table.record(of: handle)!
         table.setPlace(.finalizing, of: handle)
         finalizing += 1
-        rateLimit.ended(key: entry.record.rateKey)
-        let recordID = self.record(event, finalMessageID: entry.record.messageID, actions: &actions)
+        rateLimit.ended(table.rateKey(of: handle))
+        let recordID = self.record(event, finalMessageID: record.messageID, actions: &actions)
         pendingReleases.append((recordID, .finalize(handle)))
         return true
     }
@@ -204,8 +233,8 @@ extension Dispatcher {
     mutating func enqueueAccepted(_ handle: LiveTable.Handle) {
         table.setPlace(.queued, of: handle)
         readyQueue.append(handle)
-        let record = table[handle]!.record
-        rateLimit.added(key: record.rateKey)
+        let record = table.record(of: handle)!
+        table.setRateKey(rateLimit.added(key: record.rateKey), of: handle)
         timers.schedule(at: record.expiresAt, .expiry(handle))
     }
 

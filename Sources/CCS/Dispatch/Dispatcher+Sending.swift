@@ -7,11 +7,12 @@ extension Dispatcher {
             guard let handle = nextSendable(now: now, actions: &actions) else { return }
             table.countSend(of: handle)
             table.setPlace(.inFlight(connection), of: handle)
-            let record = table[handle]!.record
-            sessions.values[sessions.index(forKey: connection)!].didSend(record.messageID, now: now)  // in place
+            let record = table.record(of: handle)!
+            let position = sessions.values[sessions.index(forKey: connection)!].didSend(record.messageID, handle: handle, now: now)  // in place
+            table.setWire(LiveTable.Wire(connection: connection, position: position), of: handle)
             inFlightCount += 1
             noteConnectionChoice(connection)
-            timers.schedule(at: now + configuration.ackTimeout, .ackTimeout(record.messageID, connection: connection))
+            timers.schedule(at: now + configuration.ackTimeout, .ackTimeout(handle, connection: connection))
             counters.sent += 1
             actions.append(.send(connection: connection, record: record))
             actions.append(.saveProgress(record))
@@ -51,12 +52,13 @@ extension Dispatcher {
     /// Pops the next message that may go now; expires and parks the ones that may not.
     mutating func nextSendable(now: Double, actions: inout [DispatcherAction]) -> LiveTable.Handle? {
         while let handle = resendQueue.popFirst() ?? readyQueue.popFirst() {
-            guard let entry = table[handle], entry.place == .queued else { continue }
-            if entry.record.isExpired(now: now) {
+            guard table.place(of: handle) == .queued else { continue }
+            let record = table.record(of: handle)!
+            if record.isExpired(now: now) {
                 expire(handle, actions: &actions)
                 continue
             }
-            if rateLimit.parkIfBlocked(key: entry.record.rateKey, messageID: entry.record.messageID, now: now) {
+            if rateLimit.parkIfBlocked(table.rateKey(of: handle), handle: handle, now: now) {
                 table.setPlace(.rateLimited, of: handle)
                 continue
             }

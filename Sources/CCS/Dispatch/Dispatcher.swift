@@ -54,6 +54,9 @@ public struct Dispatcher: Sendable {
     var connectionChoice = ConnectionChoice()
     /// `inFlight`: sends minus resolutions, minus what was in flight on a session when it ended.
     var inFlightCount = 0
+    /// Messages in flight whose table entry is gone (abandoned, final event recorded): only a scan of their
+    /// session finds them (`CCSSession.position(of:)`), so lookups by handle scan only while this is not 0.
+    var orphansInFlight = 0
     /// When a connection of the pool last logged in (`ReconnectPolicy.age(loggedInAt:latestLoginInPool:now:)`).
     var latestLoginAt: Double?
 
@@ -65,10 +68,10 @@ public struct Dispatcher: Sendable {
 
     enum Timer: Sendable {
         case retry(LiveTable.Handle)
-        case unblock(String)
+        case unblock(RateLimit.Key)
         case reconnect(slot: Int)
         case expiry(LiveTable.Handle)
-        case ackTimeout(String, connection: Int)
+        case ackTimeout(LiveTable.Handle, connection: Int)
         case drainDeadline(connection: Int)
     }
 
@@ -126,6 +129,10 @@ public struct Dispatcher: Sendable {
     var acksOwedByConnection: [Int: Int] = [:]
     /// Messages in `.persisting`.
     public internal(set) var persisting = 0
+    /// Handles of messages submitted for persisting, in submit order, stale ones included: the store answers
+    /// in that order, so `persisted` finds each message at the front without hashing its message_id
+    /// (`persistingHandle(_:)`).
+    var persistingOrder = FIFO<LiveTable.Handle>()
     /// Messages in `.finalizing`.
     var finalizing = 0
     /// Connections leaving the pool after a reload lowered `connections` (`Dispatcher+Reconfigure.swift`):
@@ -160,6 +167,8 @@ public struct Dispatcher: Sendable {
     /// each time showed in profiles). Debug builds check it against the sum.
     public var inFlight: Int {
         assert(inFlightCount == sessions.values.reduce(0) { $0 + $1.window.inFlight }, "inFlightCount drifted from the sessions' windows")
+        assert(orphansInFlight == sessions.values.reduce(0) { $0 + $1.inFlightHandles.count { !table.isLive($0) } },
+               "orphansInFlight drifted from the sessions")
         return inFlightCount
     }
 
@@ -228,13 +237,15 @@ public struct Dispatcher: Sendable {
         actions.reserveCapacity(4)
         switch message {
         case .ack(let ack):
-            guard resolve(ack.messageID, on: id, now: now, actions: &actions), let handle = table.handle(ack.messageID),
-                  let record = table[handle]?.record else { break }
+            // The ack's one lookup by message_id; everything after goes by the handle.
+            let handle = table.handle(ack.messageID)
+            guard resolve(ack.messageID, handle, on: id, now: now, actions: &actions), let handle,
+                  let record = table.record(of: handle) else { break }
             guard finalize(handle, event: .acked(
                 messageID: ack.messageID, to: ack.from ?? record.to,
                 canonicalRegistrationID: ack.canonicalRegistrationID,
                 group: ack.group), actions: &actions) else { break }
-            rateLimit.acked(key: record.rateKey)
+            rateLimit.acked(table.rateKey(of: handle))
             counters.acked += 1
             ackLatency.observe(now - record.acceptedAt)
         case .nack(let nack):
@@ -246,7 +257,7 @@ public struct Dispatcher: Sendable {
                 ackError(messageID: nack.messageID, error: nack.error.rawValue, on: id, actions: &actions)
                 break
             }
-            guard resolve(nack.messageID, on: id, now: now, actions: &actions) else { break }
+            guard resolve(nack.messageID, table.handle(nack.messageID), on: id, now: now, actions: &actions) else { break }
             nackReceived(nack, on: id, now: now, actions: &actions)
         case .stanzaError(let error):
             if error.isAboutAck {
@@ -258,7 +269,7 @@ public struct Dispatcher: Sendable {
                 unmatched(messageID: error.id ?? "", on: id, actions: &actions)
                 break
             }
-            guard resolve(messageID, on: id, now: now, actions: &actions) else { break }
+            guard resolve(messageID, table.handle(messageID), on: id, now: now, actions: &actions) else { break }
             if finalize(messageID, event: .nacked(
                 messageID: messageID, error: error.condition, description: error.text, final: true,
                 invalidToken: false, group: nil), actions: &actions) {
@@ -297,13 +308,13 @@ public struct Dispatcher: Sendable {
             switch timer {
             case .retry(let handle):
                 // Its backoff is over: it goes before messages accepted after it, as rate-limit releases do.
-                if table[handle]?.place == .retryWait {
+                if table.place(of: handle) == .retryWait {
                     table.setPlace(.queued, of: handle)
                     resendQueue.append(handle)
                 }
             case .unblock(let key):
-                for messageID in rateLimit.unblock(key: key, now: now) ?? [] {
-                    guard let handle = table.handle(messageID), table[handle]?.place == .rateLimited else { continue }
+                for handle in rateLimit.unblock(key, now: now) ?? [] {
+                    guard table.place(of: handle) == .rateLimited else { continue }
                     table.setPlace(.queued, of: handle)
                     resendQueue.append(handle)
                 }
@@ -318,8 +329,8 @@ public struct Dispatcher: Sendable {
                     if case .inFlight = entry.place { break }
                     expire(handle, actions: &actions)
                 }
-            case .ackTimeout(let messageID, let connection):
-                ackTimeout(messageID, on: connection, now: now, actions: &actions)
+            case .ackTimeout(let handle, let connection):
+                ackTimeout(handle, on: connection, now: now, actions: &actions)
             case .drainDeadline(let connection):
                 // The server should have closed a draining stream by now; close it ourselves.
                 if sessions[connection]?.phase == .draining { actions.append(.close(connection: connection)) }
@@ -380,10 +391,12 @@ public struct Dispatcher: Sendable {
     /// until due; drop them once they outnumber the live ones, so memory follows the outstanding count.
     mutating func compactTimersIfNeeded() {
         guard timers.count > 4096, timers.count > 4 * table.count else { return }
+        let (table, sessions, orphansInFlight) = (table, sessions, orphansInFlight)  // read while `timers` changes
         timers.compact { timer in
             switch timer {
-            case .expiry(let handle): table[handle] != nil
-            case .ackTimeout(let messageID, let connection): sessions[connection]?.sentAt[messageID] != nil
+            case .expiry(let handle): table.isLive(handle)
+            case .ackTimeout(let handle, let connection):
+                Self.isInFlight(handle, on: connection, table: table, sessions: sessions, orphansInFlight: orphansInFlight)
             case .drainDeadline(let connection): sessions[connection] != nil
             default: true
             }

@@ -17,13 +17,30 @@ public struct CCSSession: Sendable {
     public let endpoint: Endpoint
     public private(set) var phase: Phase = .connecting
     public private(set) var window: FlowWindow
-    /// When each message_id in flight here was sent (dispatcher clock, seconds). A message that expired or
-    /// was abandoned while in flight stays here, holding its window slot, until its ack or nack arrives or
-    /// the connection ends: CCS still counts it as unacked.
-    public private(set) var sentAt: [String: Double] = [:]
+    /// A message in flight here: its live-table handle, its message_id, and when it was sent (dispatcher
+    /// clock, seconds).
+    struct InFlight: Sendable {
+        let handle: LiveTable.Handle
+        let messageID: String
+        let sentAt: Double
+    }
 
-    /// message_ids sent here and not yet acked or nacked.
-    public var inFlight: Dictionary<String, Double>.Keys { sentAt.keys }
+    /// What is in flight here, in no order. The live table keeps each message's position here
+    /// (`LiveTable.Wire`), so a send and a resolution touch no map. One array, not one per field: the
+    /// dispatcher copies sessions (`sessions[id]`), and each array costs a retain and a release per copy.
+    /// A message that was abandoned while in flight stays here, holding its window slot, until its ack or
+    /// nack arrives or the connection ends: CCS still counts it as unacked. Its handle is then stale (an
+    /// orphan), and only its message_id finds it (`position(of:)`).
+    private(set) var items: [InFlight] = []
+
+    /// message_ids sent here and not yet acked or nacked, in no order.
+    public var inFlight: [String] { items.map(\.messageID) }
+
+    /// The handles of what is in flight here, in no order.
+    var inFlightHandles: [LiveTable.Handle] { items.map(\.handle) }
+
+    /// When each message_id in flight here was sent (dispatcher clock, seconds): a view built on each read.
+    public var sentAt: [String: Double] { Dictionary(uniqueKeysWithValues: items.map { ($0.messageID, $0.sentAt) }) }
 
     public init(id: Int, endpoint: Endpoint, windowCapacity: Int) {
         self.id = id
@@ -46,19 +63,39 @@ public struct CCSSession: Sendable {
         readyAt = now
     }
 
-    /// Records a send at `now`. The caller checked `canSend`.
-    public mutating func didSend(_ messageID: String, now: Double) {
+    /// Records a send at `now`; returns the message's position among those in flight. The caller checked
+    /// `canSend`.
+    mutating func didSend(_ messageID: String, handle: LiveTable.Handle, now: Double) -> Int32 {
         guard phase == .ready else { preconditionFailure("send in phase \(phase)") }
+        assert(!items.contains { $0.messageID == messageID }, "\(messageID) sent twice on connection \(id)")
         window.didSend()
-        sentAt[messageID] = now
+        items.append(InFlight(handle: handle, messageID: messageID, sentAt: now))
+        return Int32(items.count - 1)
     }
 
-    /// An ack or nack arrived for `messageID`; returns false when it was not in flight here.
-    public mutating func resolve(_ messageID: String, now: Double) -> Bool {
-        guard sentAt.removeValue(forKey: messageID) != nil else { return false }
+    /// The message in flight at `position`.
+    func inFlight(at position: Int32) -> InFlight { items[Int(position)] }
+
+    /// The position of `messageID` among those in flight here, or nil: a scan of at most the window.
+    func position(of messageID: String) -> Int32? {
+        items.firstIndex { $0.messageID == messageID }.map(Int32.init)
+    }
+
+    /// The position of `handle` among those in flight here, or nil: a scan of at most the window.
+    func position(of handle: LiveTable.Handle) -> Int32? {
+        items.firstIndex { $0.handle == handle }.map(Int32.init)
+    }
+
+    /// An ack or nack arrived for the message in flight at `position`: it leaves, and the last one takes its
+    /// position, whose handle is returned (nil when it was the last).
+    mutating func resolve(at position: Int32, now: Double) -> LiveTable.Handle? {
+        let index = Int(position)
+        let last = items.count - 1
+        items.swapAt(index, last)
+        items.removeLast()
         lastResolutionAt = now
         window.didResolve()
-        return true
+        return index < last ? items[index].handle : nil
     }
 
     /// Enters draining; returns false when it already was. A connecting session may drain too: the server
