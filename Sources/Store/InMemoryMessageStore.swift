@@ -27,7 +27,7 @@ public final class InMemoryMessageStore: MessageStore {
         /// operation not at all: its batch hashed it) and prunes a final message by its slot, without a hash.
         var slots: [Slot?] = []
         var freeSlots: [Int32] = []
-        var index = MessageIDIndex()
+        var index = SlotIndex()
         var journal: [JournaledEvent] = []   // seq order; `journalStart` is the oldest kept
         var journalStart = 0
         var handedOver: [String: Int64] = [:]
@@ -100,7 +100,7 @@ public final class InMemoryMessageStore: MessageStore {
 
     public func storedMessage(_ messageID: String) throws(StoreError) -> StoredMessage? {
         try checkOpen("reading a message")
-        guard let slot = tables.slot(of: messageID, hash: MessageIDIndex.hash(messageID)),
+        guard let slot = tables.slot(of: messageID, hash: SlotIndex.hash(messageID)),
               let entry = tables.slots[slot]?.entry else { return nil }
         return StoredMessage(messageID: messageID, acceptedAtUnixMillis: entry.record.acceptedAtUnixMillis,
                              attempts: entry.record.attempts, sends: entry.record.sends, lastError: entry.record.lastError, finalEvent: entry.finalEvent,
@@ -123,7 +123,7 @@ extension InMemoryMessageStore.Tables {
             switch batch.operations[operation] {
             case .insert(let insert):
                 let id = insert.record.messageID
-                let hash = MessageIDIndex.hash(id)
+                let hash = SlotIndex.hash(id)
                 let outcome: PersistOutcome
                 if let slot = slot(of: id, hash: hash) {
                     // Refused while live or while its final event is retained; a final message past its
@@ -154,7 +154,7 @@ extension InMemoryMessageStore.Tables {
                             id: id, hash: hash,
                             entry: InMemoryMessageStore.Entry(record: insert.record, acceptSeq: lastSeq + 1)))
                     }
-                    index.insert(hash: hash, value: position)
+                    index.insert(hash: hash, slot: Int32(position))
                     outcome = .stored
                 }
                 if outcome == .stored { _ = append(insert.acceptedLine, now: now, to: &result) }
@@ -172,7 +172,7 @@ extension InMemoryMessageStore.Tables {
                 slots[slot]!.entry.record.lastError = record.lastError
             case .record(let record):
                 result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
-                if let id = record.finalMessageID, let slot = slot(of: id, hash: MessageIDIndex.hash(id)) {
+                if let id = record.finalMessageID, let slot = slot(of: id, hash: SlotIndex.hash(id)) {
                     guard slots[slot]!.entry.finalEvent == nil else {
                         result.duplicateFinalRecords.append(record.id)
                         continue
@@ -193,9 +193,9 @@ extension InMemoryMessageStore.Tables {
         return result
     }
 
-    /// The slot holding message `id` (filed under `hash`, `MessageIDIndex.hash(id)`), or nil.
+    /// The slot holding message `id` (filed under `hash`, `SlotIndex.hash(id)`), or nil.
     func slot(of id: String, hash: UInt32) -> Int? {
-        index.value(hash: hash) { slots[$0]!.id == id }
+        index.find(hash: hash) { slots[Int($0)]!.id == id }.map(Int.init)
     }
 
     private mutating func append(_ line: String, now: Int64, to result: inout StoreCommitResult) -> Int64 {
@@ -216,7 +216,7 @@ extension InMemoryMessageStore.Tables {
                 $0.entry.finalEvent != nil && $0.entry.finalAt == at ? $0.hash : nil
             }
             if let hash = finalSinceThen {
-                index.remove(hash: hash, value: slot)  // by slot: no hash, no comparison of ids
+                index.remove(hash: hash, slot: Int32(slot))  // by slot: no hash, no comparison of ids
                 slots[slot] = nil
                 freeSlots.append(Int32(slot))
             }

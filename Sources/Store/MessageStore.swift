@@ -112,8 +112,8 @@ public struct StoreBatch: Sendable, Equatable {
     /// seq per consumer. A batch holding only these is not empty (it is no probe).
     public private(set) var eventCursors: [String: Int64] = [:]
     /// Where the pending progress of each message sits in `operations`, so a newer one replaces it.
-    private var progressIndex = MessageIDIndex()
-    /// The message_id hash (`MessageIDIndex.hash`) of each progress operation, in the order they sit in
+    private var progressIndex = SlotIndex()
+    /// The message_id hash (`SlotIndex.hash`) of each progress operation, in the order they sit in
     /// `operations`: the memory store's commit files them under the same hash without hashing again.
     private(set) var progressHashes: [UInt32] = []
 
@@ -122,7 +122,7 @@ public struct StoreBatch: Sendable, Equatable {
     /// An empty batch with room for `operations` operations (and as many progress entries) before it grows.
     public init(reservingCapacity operations: Int) {
         self.operations.reserveCapacity(operations)
-        progressIndex = MessageIDIndex(minimumCapacity: operations)
+        progressIndex = SlotIndex(minimumCapacity: operations)
         progressHashes.reserveCapacity(operations)
     }
 
@@ -139,11 +139,11 @@ public struct StoreBatch: Sendable, Equatable {
     public mutating func progress(_ record: consuming MessageRecord) {
         // One hash of the message_id, kept for the memory store's commit.
         let id = record.messageID
-        let hash = MessageIDIndex.hash(id)
-        if let index = progressIndex.value(hash: hash, where: { operations[$0].progressMessageID == id }) {
-            operations[index] = .progress(record)
+        let hash = SlotIndex.hash(id)
+        if let index = progressIndex.find(hash: hash, isKey: { operations[Int($0)].progressMessageID == id }) {
+            operations[Int(index)] = .progress(record)
         } else {
-            progressIndex.insert(hash: hash, value: operations.count)
+            progressIndex.insert(hash: hash, slot: Int32(operations.count))
             progressHashes.append(hash)
             operations.append(.progress(record))
         }

@@ -1,56 +1,10 @@
 import Testing
 @testable import CCS
 
-/// The compact-handle bookkeeping of the dispatcher against the rules it stands for: `SlotIndex` against a
-/// `Dictionary`, and the fast paths (the store's answers found in submit order) against the lookups by
-/// message_id they replace.
+/// The compact-handle bookkeeping of the dispatcher against the rules it stands for: the fast paths (the
+/// store's answers found in submit order) against the lookups by message_id they replace.
 @Suite struct DispatcherHandleTests {
     typealias Harness = DispatcherTests.Harness
-
-    // MARK: SlotIndex
-
-    /// Random inserts and removals against a `[key: slot]` dictionary, with hashes from a small range so that
-    /// runs collide, wrap around the end of the buckets and are cut by removals in their middle.
-    @Test(arguments: [1, 7, 1 << 20, 1 << 32 - 1])
-    func slotIndexAgreesWithADictionary(hashRange: Int) {
-        var random = SplitMix64(seed: UInt64(hashRange))
-        var index = SlotIndex()
-        var reference: [String: Int32] = [:]
-        var hashOf: [String: UInt32] = [:]
-        var keyOfSlot: [Int32: String] = [:]
-        var nextSlot: Int32 = 0
-        for step in 0..<10_000 {
-            let key = "k-\(random.next() % 200)"
-            let hash = UInt32(random.next() % UInt64(hashRange))
-            let found = index.find(hash: hashOf[key] ?? hash) { keyOfSlot[$0] == key }
-            #expect(found == reference[key], "step \(step): \(key)")
-            if let slot = reference[key] {
-                if random.next() % 3 != 0 {
-                    index.remove(hash: hashOf[key]!, slot: slot)
-                    reference[key] = nil
-                    hashOf[key] = nil
-                    keyOfSlot[slot] = nil
-                }
-            } else {
-                index.insert(hash: hash, slot: nextSlot)
-                reference[key] = nextSlot
-                hashOf[key] = hash
-                keyOfSlot[nextSlot] = key
-                nextSlot += 1
-            }
-            #expect(index.count == reference.count)
-        }
-        for (key, slot) in reference { #expect(index.find(hash: hashOf[key]!) { keyOfSlot[$0] == key } == slot) }
-    }
-
-    @Test func slotIndexFindsEqualStringsByTheirSeededHash() {
-        // Canonically equivalent strings are equal keys, as in a Dictionary.
-        let composed = "caf\u{E9}", decomposed = "cafe\u{301}"
-        #expect(SlotIndex.hash(composed) == SlotIndex.hash(decomposed))
-        var index = SlotIndex()
-        index.insert(hash: SlotIndex.hash(composed), slot: 0)
-        #expect(index.find(hash: SlotIndex.hash(decomposed)) { _ in composed == decomposed } == 0)
-    }
 
     // MARK: The store's answers
 

@@ -2,7 +2,7 @@ import CCS
 import Testing
 @testable import Store
 
-/// The memory store keeps its messages in reused slots found through `MessageIDIndex` (progress under the
+/// The memory store keeps its messages in reused slots found through `SlotIndex` (progress under the
 /// hash its batch computed, final messages pruned by slot); the SQLite store keeps the same rules in SQL.
 /// Random batches over a small pool of message_ids (resubmissions of live and final messages, progress
 /// coalesced in a batch and of final messages, second final events, retention running out and ids taken
