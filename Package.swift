@@ -1,6 +1,6 @@
 // swift-tools-version:6.0
 // ccsd: an XMPP client daemon for Firebase Cloud Messaging's connection server (CCS).
-// Layers, bottom up: CLibXML2/COpenSSL/CSQLite (system libraries), CCurl/CMicroHTTPD/CSystemd (by dlopen) → TLS, XMLStream
+// Layers, bottom up: CLibXML2/COpenSSL/CSQLite (system libraries), CCurl/CMicroHTTPD/CSystemd (by dlopen, through CDynamicLibrary) → TLS, XMLStream
 // → XMPP → CCS → Store, Daemon, HTTPServer → Service (the `ccsd` command).
 import PackageDescription
 
@@ -28,9 +28,10 @@ let package = Package(
         // them: no webhook, no API, no systemd): C targets, not system libraries; their headers come from
         // libcurl4-openssl-dev, libmicrohttpd-dev and libsystemd-dev. dpkg-shlibdeps cannot see them, so
         // scripts/package-deb names their packages in Depends.
-        .target(name: "CCurl", linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "CMicroHTTPD", linkerSettings: [.linkedLibrary("dl")]),
-        .target(name: "CSystemd", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CDynamicLibrary", linkerSettings: [.linkedLibrary("dl")]),
+        .target(name: "CCurl", dependencies: ["CDynamicLibrary"]),
+        .target(name: "CMicroHTTPD", dependencies: ["CDynamicLibrary"]),
+        .target(name: "CSystemd", dependencies: ["CDynamicLibrary"]),
 
         // Layers.
         .target(name: "TLS", dependencies: ["COpenSSL"]),

@@ -1,9 +1,8 @@
 // libcurl through dlopen(3): see include/ccsd_curl.h.
 #include "ccsd_curl.h"
+#include "ccsd_dl.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdio.h>
 
 static struct {
     CURLcode (*global_init)(long flags);
@@ -19,49 +18,31 @@ static struct {
 } curl;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static const char *load_error = NULL;
-static char load_error_text[512];
-
-static void *find(void *library, const char *name) {
-    void *symbol = dlsym(library, name);
-    if (symbol == NULL && load_error == NULL) {
-        snprintf(load_error_text, sizeof load_error_text, "libcurl.so.4 has no %s", name);
-        load_error = load_error_text;
-    }
-    return symbol;
-}
+static struct ccsd_dl dl;
 
 static void load(void) {
-    void *library = dlopen("libcurl.so.4", RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *reason = dlerror();
-        snprintf(load_error_text, sizeof load_error_text, "libcurl could not be loaded: %s",
-                 reason != NULL ? reason : "dlopen failed");
-        load_error = load_error_text;
-        return;
-    }
-    curl.global_init = find(library, "curl_global_init");
-    curl.easy_init = find(library, "curl_easy_init");
-    curl.easy_cleanup = find(library, "curl_easy_cleanup");
-    curl.easy_reset = find(library, "curl_easy_reset");
-    curl.easy_perform = find(library, "curl_easy_perform");
-    curl.easy_strerror = find(library, "curl_easy_strerror");
-    curl.easy_setopt = find(library, "curl_easy_setopt");
-    curl.easy_getinfo = find(library, "curl_easy_getinfo");
-    curl.slist_append = find(library, "curl_slist_append");
-    curl.slist_free_all = find(library, "curl_slist_free_all");
-    if (load_error != NULL) return;
+    if (!ccsd_dl_open(&dl, "libcurl.so.4", "libcurl")) return;
+    curl.global_init = ccsd_dl_find(&dl, "curl_global_init");
+    curl.easy_init = ccsd_dl_find(&dl, "curl_easy_init");
+    curl.easy_cleanup = ccsd_dl_find(&dl, "curl_easy_cleanup");
+    curl.easy_reset = ccsd_dl_find(&dl, "curl_easy_reset");
+    curl.easy_perform = ccsd_dl_find(&dl, "curl_easy_perform");
+    curl.easy_strerror = ccsd_dl_find(&dl, "curl_easy_strerror");
+    curl.easy_setopt = ccsd_dl_find(&dl, "curl_easy_setopt");
+    curl.easy_getinfo = ccsd_dl_find(&dl, "curl_easy_getinfo");
+    curl.slist_append = ccsd_dl_find(&dl, "curl_slist_append");
+    curl.slist_free_all = ccsd_dl_find(&dl, "curl_slist_free_all");
+    if (dl.error != NULL) return;
     // Not thread-safe itself: here it runs once, under pthread_once, before any handle exists.
     CURLcode code = curl.global_init(CURL_GLOBAL_DEFAULT);
     if (code != CURLE_OK) {
-        snprintf(load_error_text, sizeof load_error_text, "curl_global_init failed: %s", curl.easy_strerror(code));
-        load_error = load_error_text;
+        ccsd_dl_fail(&dl, "curl_global_init failed: %s", curl.easy_strerror(code));
     }
 }
 
 const char *ccsd_curl_load(void) {
     pthread_once(&once, load);
-    return load_error;
+    return dl.error;
 }
 
 // Every handle comes from ccsd_curl_easy_init, which loads first: the other wrappers are only ever called

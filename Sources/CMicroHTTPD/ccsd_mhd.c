@@ -1,9 +1,8 @@
 // libmicrohttpd through dlopen(3): see include/ccsd_mhd.h.
 #include "ccsd_mhd.h"
+#include "ccsd_dl.h"
 
-#include <dlfcn.h>
 #include <pthread.h>
-#include <stdio.h>
 
 static struct {
     struct MHD_Daemon *(*start_daemon)(unsigned int, uint16_t, MHD_AcceptPolicyCallback, void *,
@@ -23,45 +22,28 @@ static struct {
 } mhd;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static const char *load_error = NULL;
-static char load_error_text[512];
-
-static void *find(void *library, const char *name) {
-    void *symbol = dlsym(library, name);
-    if (symbol == NULL && load_error == NULL) {
-        snprintf(load_error_text, sizeof load_error_text, CCSD_MHD_LIBRARY " has no %s", name);
-        load_error = load_error_text;
-    }
-    return symbol;
-}
+static struct ccsd_dl dl;
 
 static void load(void) {
-    void *library = dlopen(CCSD_MHD_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *reason = dlerror();
-        snprintf(load_error_text, sizeof load_error_text, "libmicrohttpd could not be loaded: %s",
-                 reason != NULL ? reason : "dlopen(" CCSD_MHD_LIBRARY ") failed");
-        load_error = load_error_text;
-        return;
-    }
-    mhd.start_daemon = find(library, "MHD_start_daemon");
-    mhd.get_daemon_info = find(library, "MHD_get_daemon_info");
-    mhd.get_timeout = find(library, "MHD_get_timeout");
-    mhd.run = find(library, "MHD_run");
-    mhd.stop_daemon = find(library, "MHD_stop_daemon");
-    mhd.lookup_connection_value = find(library, "MHD_lookup_connection_value");
-    mhd.get_connection_values = find(library, "MHD_get_connection_values");
-    mhd.create_response_from_buffer = find(library, "MHD_create_response_from_buffer");
-    mhd.add_response_header = find(library, "MHD_add_response_header");
-    mhd.queue_response = find(library, "MHD_queue_response");
-    mhd.destroy_response = find(library, "MHD_destroy_response");
-    mhd.suspend_connection = find(library, "MHD_suspend_connection");
-    mhd.resume_connection = find(library, "MHD_resume_connection");
+    if (!ccsd_dl_open(&dl, CCSD_MHD_LIBRARY, "libmicrohttpd")) return;
+    mhd.start_daemon = ccsd_dl_find(&dl, "MHD_start_daemon");
+    mhd.get_daemon_info = ccsd_dl_find(&dl, "MHD_get_daemon_info");
+    mhd.get_timeout = ccsd_dl_find(&dl, "MHD_get_timeout");
+    mhd.run = ccsd_dl_find(&dl, "MHD_run");
+    mhd.stop_daemon = ccsd_dl_find(&dl, "MHD_stop_daemon");
+    mhd.lookup_connection_value = ccsd_dl_find(&dl, "MHD_lookup_connection_value");
+    mhd.get_connection_values = ccsd_dl_find(&dl, "MHD_get_connection_values");
+    mhd.create_response_from_buffer = ccsd_dl_find(&dl, "MHD_create_response_from_buffer");
+    mhd.add_response_header = ccsd_dl_find(&dl, "MHD_add_response_header");
+    mhd.queue_response = ccsd_dl_find(&dl, "MHD_queue_response");
+    mhd.destroy_response = ccsd_dl_find(&dl, "MHD_destroy_response");
+    mhd.suspend_connection = ccsd_dl_find(&dl, "MHD_suspend_connection");
+    mhd.resume_connection = ccsd_dl_find(&dl, "MHD_resume_connection");
 }
 
 const char *ccsd_mhd_load(void) {
     pthread_once(&once, load);
-    return load_error;
+    return dl.error;
 }
 
 struct MHD_Daemon *ccsd_mhd_start(unsigned int flags, int listen_fd,

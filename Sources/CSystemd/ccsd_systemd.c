@@ -1,10 +1,9 @@
 // libsystemd through dlopen(3): see include/ccsd_systemd.h.
 #include "ccsd_systemd.h"
+#include "ccsd_dl.h"
 
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 static struct {
@@ -14,35 +13,18 @@ static struct {
 } systemd;
 
 static pthread_once_t once = PTHREAD_ONCE_INIT;
-static const char *load_error = NULL;
-static char load_error_text[512];
-
-static void *find(void *library, const char *name) {
-    void *symbol = dlsym(library, name);
-    if (symbol == NULL && load_error == NULL) {
-        snprintf(load_error_text, sizeof load_error_text, CCSD_SYSTEMD_LIBRARY " has no %s", name);
-        load_error = load_error_text;
-    }
-    return symbol;
-}
+static struct ccsd_dl dl;
 
 static void load(void) {
-    void *library = dlopen(CCSD_SYSTEMD_LIBRARY, RTLD_NOW | RTLD_LOCAL);
-    if (library == NULL) {
-        const char *reason = dlerror();
-        snprintf(load_error_text, sizeof load_error_text, "libsystemd could not be loaded: %s",
-                 reason != NULL ? reason : "dlopen(" CCSD_SYSTEMD_LIBRARY ") failed");
-        load_error = load_error_text;
-        return;
-    }
-    systemd.notify = find(library, "sd_notify");
-    systemd.watchdog_enabled = find(library, "sd_watchdog_enabled");
-    systemd.listen_fds = find(library, "sd_listen_fds");
+    if (!ccsd_dl_open(&dl, CCSD_SYSTEMD_LIBRARY, "libsystemd")) return;
+    systemd.notify = ccsd_dl_find(&dl, "sd_notify");
+    systemd.watchdog_enabled = ccsd_dl_find(&dl, "sd_watchdog_enabled");
+    systemd.listen_fds = ccsd_dl_find(&dl, "sd_listen_fds");
 }
 
 const char *ccsd_systemd_load(void) {
     pthread_once(&once, load);
-    return load_error;
+    return dl.error;
 }
 
 int ccsd_systemd_wanted(void) {
