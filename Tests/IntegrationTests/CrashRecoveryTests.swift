@@ -26,18 +26,6 @@ import Testing
     }
 }
 
-/// A deterministic random source (SplitMix64), so a failing seed can be run again.
-struct SeededRandom: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
 
 /// One crash test: an emulator, a state directory, an input file, and the ccsd runs against them.
 final class CrashTest {
@@ -46,7 +34,7 @@ final class CrashTest {
     let signalledRuns: Int
     let signal: Int32
     let seed: UInt64
-    var random: SeededRandom
+    var random: SplitMix64
     let directory: String
     let serverKey = "crash-key-\(UUID().uuidString)"
 
@@ -71,7 +59,7 @@ final class CrashTest {
         self.signalledRuns = signalledRuns
         self.signal = signal
         self.seed = seed
-        random = SeededRandom(seed: seed)
+        random = SplitMix64(seed: seed)
         directory = NSTemporaryDirectory() + "ccsd-crash-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory + "/state", withIntermediateDirectories: true)
     }

@@ -1,3 +1,4 @@
+import CCS
 @testable import CCSEmulator
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
     @Test func answersAsOneDictionary() {
         var split = SeenMessages()
         var plain: [String: Seen] = [:]
-        var random = SplitMix(seed: 7)
+        var random = SplitMix64(seed: 7)
         func same(_ key: String) -> Bool {
             split[key]?.attempts == plain[key]?.attempts && split[key]?.target == plain[key]?.target
                 && split[key]?.ack == plain[key]?.ack
@@ -40,18 +41,5 @@ import Testing
         #expect(split.keys.sorted() == plain.keys.sorted())
         #expect(split.keys(where: \.acked).sorted() == plain.filter { $0.value.acked }.keys.sorted())
         #expect(plain.keys.allSatisfy(same))
-    }
-}
-
-/// A small deterministic generator (SplitMix64), so a failure repeats.
-private struct SplitMix {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }
