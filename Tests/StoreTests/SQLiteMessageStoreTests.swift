@@ -43,6 +43,40 @@ import Testing
                 == [.duplicateFinal(outcome: finalLine("a"))])
     }
 
+    /// The events of a commit are written by multi-row INSERTs of up to 64 rows: counts around and past the
+    /// chunk size keep contiguous seqs, the batch's order and every line, across commits and a reopen.
+    @Test(arguments: [1, 63, 64, 65, 200])
+    func theEventsOfABigCommitKeepContiguousSeqsAndTheirOrder(events: Int) throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        var expected: [String] = []
+        do {
+            let store = try SQLiteMessageStore(directory: state)
+            defer { store.close() }
+            for round in 0..<2 {
+                let ids = (0..<events).map { "m\(round)-\($0)" }
+                let result = try store.commit(batch { b in
+                    for (index, id) in ids.enumerated() {
+                        if index % 2 == 0 { b.insert(insert(id)) } else { b.record(upstream(UInt64(index), id)) }
+                    }
+                }, nowUnixMillis: 1_000)
+                let lines = ids.enumerated().map { index, id in
+                    index % 2 == 0 ? acceptedLine(id) : #"{"event":"upstream","message_id":"\#(id)"}"#
+                }
+                #expect(result.journaled.map(\.seq) == Array(Int64(expected.count + 1)...Int64(expected.count + events)))
+                #expect(result.journaled.map(\.line) == lines)
+                expected += lines
+            }
+        }
+        let store = try SQLiteMessageStore(directory: state)
+        defer { store.close() }
+        let journal = try store.events(after: 0, limit: 1_000)
+        #expect(journal.map(\.seq) == Array(1...Int64(expected.count)))
+        #expect(journal.map(\.line) == expected)
+        #expect(journal.allSatisfy { $0.timeUnixMillis == 1_000 })
+        #expect(try store.load(nowUnixMillis: 2_000).lastSeq == Int64(expected.count))
+    }
+
     @Test func journalSeqIsNeverReusedEvenAfterEveryEventWasPruned() throws {
         let directory = TemporaryDirectory()
         let state = directory.path + "/state"
