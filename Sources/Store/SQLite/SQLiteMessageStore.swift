@@ -166,20 +166,27 @@ public final class SQLiteMessageStore: MessageStore {
         var seq = lastSeq
         do throws(StoreError) {
             var result = StoreCommitResult()
-            for item in batch.operations {
+            let partners = SQLiteMessageStore.progressCarriedByFinals(batch)
+            for (index, item) in batch.operations.enumerated() {
                 switch item {
                 case .insert(let insert):
                     let outcome = try self.insert(insert, seq: &seq, now: now, statements: s, result: &result)
                     result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line,
                                                                outcome: outcome))
                 case .progress(let record):
+                    if let partners, partners[index] >= 0 { continue }  // written by its final record's update
                     s.updateProgress.bind(1, record.attempts)
                     s.updateProgress.bind(2, record.sends)
                     s.updateProgress.bind(3, record.lastError)
                     s.updateProgress.bind(4, record.messageID)
                     try s.updateProgress.run(operation: operation)
                 case .record(let record):
-                    try self.record(record, seq: &seq, now: now, statements: s, result: &result)
+                    var progress: MessageRecord?
+                    if let partners, partners[index] >= 0,
+                       case .progress(let carried) = batch.operations[Int(partners[index])] {
+                        progress = carried
+                    }
+                    try self.record(record, progress: progress, seq: &seq, now: now, statements: s, result: &result)
                 }
             }
             for (consumer, cursor) in batch.eventCursors.sorted(by: { $0.key < $1.key }) {
@@ -253,17 +260,59 @@ public final class SQLiteMessageStore: MessageStore {
         return s.database.changes == 1
     }
 
-    private func record(_ record: StoreBatch.Record, seq: inout Int64, now: Int64, statements s: Statements,
-                        result: inout StoreCommitResult) throws(StoreError) {
+    /// Which progress operations a final record of the same message later in the batch writes with its own
+    /// update (`markFinalWithProgress`), saving a statement per message whose last send and ack commit
+    /// together (the common case under load). Nil when the batch has no progress; otherwise, for each operation
+    /// index: a progress operation's carrying record, a record's carried progress, or -1.
+    ///
+    /// The same rows result as with the progress update first: both updates apply only to a live row
+    /// (`final_event IS NULL`), and nothing between them changes that — the carrier is the *first* final record
+    /// of the message after the progress, and an insert of the same message_id in between (which may delete and
+    /// re-insert a final row past its retention) rules the fold out.
+    static func progressCarriedByFinals(_ batch: StoreBatch) -> [Int32]? {
+        guard batch.hasProgress else { return nil }
+        let blocked: Int32 = -2
+        var partners = [Int32](repeating: -1, count: batch.operations.count)
+        for (index, item) in batch.operations.enumerated() {
+            let messageID: String
+            switch item {
+            case .insert(let insert): messageID = insert.record.messageID
+            case .record(let record):
+                guard let id = record.finalMessageID else { continue }
+                messageID = id
+            case .progress: continue
+            }
+            guard let progress = batch.progressOperationIndex(of: messageID), progress < index,
+                  partners[progress] == -1 else { continue }
+            if case .record = item {
+                partners[progress] = Int32(index)
+                partners[index] = Int32(progress)
+            } else {
+                partners[progress] = blocked
+            }
+        }
+        return partners
+    }
+
+    /// Journals `record`, marking its message final first; `progress` (the message's pending progress, carried
+    /// by this final's update) is written by the same statement.
+    private func record(_ record: StoreBatch.Record, progress: MessageRecord?, seq: inout Int64, now: Int64,
+                        statements s: Statements, result: inout StoreCommitResult) throws(StoreError) {
         let operation = "committing a batch"
         result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
         if let messageID = record.finalMessageID {
             // The common case costs one statement: the update marks a live message final. Only when it changed
             // nothing does a select tell an already final message (not journaled) from an unknown one.
-            s.markFinal.bind(1, record.line)
-            s.markFinal.bind(2, now)
-            s.markFinal.bind(3, messageID)
-            try s.markFinal.run(operation: operation)
+            let update = progress == nil ? s.markFinal : s.markFinalWithProgress
+            update.bind(1, record.line)
+            update.bind(2, now)
+            update.bind(3, messageID)
+            if let progress {
+                update.bind(4, progress.attempts)
+                update.bind(5, progress.sends)
+                update.bind(6, progress.lastError)
+            }
+            try update.run(operation: operation)
             if s.database.changes == 0 {
                 s.selectMessage.bind(1, messageID)
                 let alreadyFinal = try s.selectMessage.step(operation: operation) && !s.selectMessage.isNull(0)
@@ -390,7 +439,7 @@ public final class SQLiteMessageStore: MessageStore {
     /// Every statement, prepared once after the migrations.
     private final class Statements {
         let begin, commit, rollback: SQLiteStatement
-        let selectMessage, insertMessage, deleteMessage, updateProgress, markFinal: SQLiteStatement
+        let selectMessage, insertMessage, deleteMessage, updateProgress, markFinal, markFinalWithProgress: SQLiteStatement
         let upsertHandedOver, updateLastSeq, probe: SQLiteStatement
         let pruneFinal, pruneHandedOver, oldestEvent, minCursor, pruneEvents: SQLiteStatement
         let selectLive, selectHandedOver, selectEvents, upsertCursor, selectCursor: SQLiteStatement
@@ -418,6 +467,10 @@ public final class SQLiteMessageStore: MessageStore {
             rollback = try db.prepare("ROLLBACK", operation: op)
             selectMessage = try db.prepare("SELECT final_event, final_at_ms FROM messages WHERE message_id = ?1",
                                            operation: op)
+            markFinalWithProgress = try db.prepare("""
+                UPDATE messages SET final_event = ?1, final_at_ms = ?2, attempts = ?4, sends = ?5, last_error = ?6
+                WHERE message_id = ?3 AND final_event IS NULL
+                """, operation: op)
             insertMessage = try db.prepare("""
                 INSERT OR IGNORE INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms, time_to_live,
                                       attempts, sends, last_error)
