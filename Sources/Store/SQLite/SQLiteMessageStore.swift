@@ -9,7 +9,9 @@ import CSQLite
 ///   survives a power cut; NORMAL: it survives `kill -9` only). `busy_timeout` bounds waits for a reader
 ///   such as an inspecting `sqlite3` shell.
 /// - Schema: `SQLiteSchema` (`PRAGMA user_version`, ordered migrations; a newer database is refused).
-/// - Statements are prepared once and reused. Pruning (final messages after `finalRetentionMillis`, events
+/// - Statements are prepared once and reused (a multi-row events INSERT when a commit first needs its row count);
+///   per commit, the events are written by multi-row INSERTs and a final carries its message's progress of the
+///   same batch (`progressCarriedByFinals`). Pruning (final messages after `finalRetentionMillis`, events
 ///   acknowledged by every consumer or older than `eventsRetentionMillis`, handed-over ids after
 ///   `dedupeWindowMillis`) runs inside commits, at most `pruneLimitPerCommit` rows per table each.
 ///
@@ -436,7 +438,7 @@ public final class SQLiteMessageStore: MessageStore {
                              finalAtUnixMillis: statement.isNull(4) ? 0 : statement.int64(4))
     }
 
-    /// Every statement, prepared once after the migrations.
+    /// Every statement, prepared once after the migrations (a multi-row events INSERT when first needed).
     private final class Statements {
         let begin, commit, rollback: SQLiteStatement
         let selectMessage, insertMessage, deleteMessage, updateProgress, markFinal, markFinalWithProgress: SQLiteStatement
