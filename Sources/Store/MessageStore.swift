@@ -151,6 +151,15 @@ public struct StoreBatch: Sendable, Equatable {
 
     public mutating func record(_ record: consuming Record) { operations.append(.record(record)) }
 
+    /// Whether the batch holds a progress operation.
+    var hasProgress: Bool { !progressHashes.isEmpty }
+
+    /// Where the pending progress of `messageID` sits in `operations` (there is at most one per message).
+    func progressOperationIndex(of messageID: String) -> Int? {
+        progressIndex.find(hash: SlotIndex.hash(messageID),
+                           isKey: { operations[Int($0)].progressMessageID == messageID }).map { Int($0) }
+    }
+
     /// Appends the operations of `other` after this batch's (progress still coalesced per message).
     public mutating func append(contentsOf other: StoreBatch) {
         for (consumer, seq) in other.eventCursors { acknowledgeEvents(consumer: consumer, through: seq) }

@@ -43,6 +43,102 @@ import Testing
                 == [.duplicateFinal(outcome: finalLine("a"))])
     }
 
+    /// The events of a commit are written by multi-row INSERTs of up to 64 rows: counts around and past the
+    /// chunk size keep contiguous seqs, the batch's order and every line, across commits and a reopen.
+    @Test(arguments: [1, 63, 64, 65, 200])
+    func theEventsOfABigCommitKeepContiguousSeqsAndTheirOrder(events: Int) throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        var expected: [String] = []
+        do {
+            let store = try SQLiteMessageStore(directory: state)
+            defer { store.close() }
+            for round in 0..<2 {
+                let ids = (0..<events).map { "m\(round)-\($0)" }
+                let result = try store.commit(batch { b in
+                    for (index, id) in ids.enumerated() {
+                        if index % 2 == 0 { b.insert(insert(id)) } else { b.record(upstream(UInt64(index), id)) }
+                    }
+                }, nowUnixMillis: 1_000)
+                let lines = ids.enumerated().map { index, id in
+                    index % 2 == 0 ? acceptedLine(id) : #"{"event":"upstream","message_id":"\#(id)"}"#
+                }
+                #expect(result.journaled.map(\.seq) == Array(Int64(expected.count + 1)...Int64(expected.count + events)))
+                #expect(result.journaled.map(\.line) == lines)
+                expected += lines
+            }
+        }
+        let store = try SQLiteMessageStore(directory: state)
+        defer { store.close() }
+        let journal = try store.events(after: 0, limit: 1_000)
+        #expect(journal.map(\.seq) == Array(1...Int64(expected.count)))
+        #expect(journal.map(\.line) == expected)
+        #expect(journal.allSatisfy { $0.timeUnixMillis == 1_000 })
+        #expect(try store.load(nowUnixMillis: 2_000).lastSeq == Int64(expected.count))
+    }
+
+    /// A progress followed by a final of the same message in one batch is written by the final's update
+    /// (`progressCarriedByFinals`); the rows must be those of the progress update first, as the memory store
+    /// (which applies them in order) has them: carried onto a live message, ignored for one already final, not
+    /// carried past a second final, and not onto a message re-inserted in between (final past its retention).
+    @Test func aProgressCarriedByAFinalInTheSameBatchLeavesTheRowsOfTheProgressFirst() throws {
+        let directory = TemporaryDirectory()
+        let configuration = StoreConfiguration(finalRetentionMillis: 10)
+        let sqlite = try SQLiteMessageStore(directory: directory.path + "/state", configuration: configuration)
+        let memory = InMemoryMessageStore(configuration: configuration)
+        defer {
+            sqlite.close()
+            memory.close()
+        }
+        func progressed(_ id: String, _ attempts: Int) -> MessageRecord {
+            var record = message(id, acceptedAtUnixMillis: 1_000)
+            record.attempts = attempts
+            record.sends = attempts + 1
+            record.lastError = "SERVICE_UNAVAILABLE"
+            return record
+        }
+        let batches: [(Int64, StoreBatch)] = [
+            (1_000, batch(inserting: ["a", "b", "c", "x"])),
+            (1_001, batch { b in
+                b.progress(progressed("a", 1))  // carried by a's first final
+                b.record(final(1, "a"))
+                b.record(final(2, "a", "expired"))  // already final: not journaled
+                b.record(final(3, "x"))
+            }),
+            (1_002, batch { b in
+                b.progress(progressed("b", 2))
+                b.insert(insert("b", at: 1_002))  // live: a duplicate, but the fold is not attempted across it
+                b.record(final(4, "b"))
+                b.progress(progressed("a", 3))  // a is final: ignored, carried or not
+                b.record(final(5, "a"))
+            }),
+            (1_100, batch { b in
+                b.progress(progressed("x", 4))  // x is final: ignored
+                b.insert(insert("x", at: 1_100))  // past its retention: deleted and inserted again
+                b.record(final(6, "x"))  // must not carry the progress onto the new row
+                b.progress(progressed("c", 5))
+                b.record(upstream(7, "u"))
+                b.record(final(8, "c"))
+            }),
+        ]
+        for (now, b) in batches {
+            #expect(try sqlite.commit(b, nowUnixMillis: now) == memory.commit(b, nowUnixMillis: now))
+            for id in ["a", "b", "c", "x"] {
+                #expect(try sqlite.storedMessage(id) == memory.storedMessage(id), "\(id) at \(now)")
+            }
+            if now == 1_002 {  // a and b are pruned by the next commit
+                #expect(try sqlite.storedMessage("a")?.attempts == 1)
+                #expect(try sqlite.storedMessage("b")?.attempts == 2)
+                #expect(try sqlite.storedMessage("b")?.finalEvent == finalLine("b"))
+            }
+        }
+        #expect(try sqlite.storedMessage("c")?.attempts == 5)
+        #expect(try sqlite.storedMessage("c")?.finalEvent == finalLine("c"))
+        #expect(try sqlite.storedMessage("x")?.attempts == 0)
+        #expect(try sqlite.storedMessage("x")?.finalAtUnixMillis == 1_100)
+        #expect(try sqlite.events(after: 0, limit: 100) == memory.events(after: 0, limit: 100))
+    }
+
     @Test func journalSeqIsNeverReusedEvenAfterEveryEventWasPruned() throws {
         let directory = TemporaryDirectory()
         let state = directory.path + "/state"

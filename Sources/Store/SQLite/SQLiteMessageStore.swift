@@ -9,7 +9,9 @@ import CSQLite
 ///   survives a power cut; NORMAL: it survives `kill -9` only). `busy_timeout` bounds waits for a reader
 ///   such as an inspecting `sqlite3` shell.
 /// - Schema: `SQLiteSchema` (`PRAGMA user_version`, ordered migrations; a newer database is refused).
-/// - Statements are prepared once and reused. Pruning (final messages after `finalRetentionMillis`, events
+/// - Statements are prepared once and reused (a multi-row events INSERT when a commit first needs its row count);
+///   per commit, the events are written by multi-row INSERTs and a final carries its message's progress of the
+///   same batch (`progressCarriedByFinals`). Pruning (final messages after `finalRetentionMillis`, events
 ///   acknowledged by every consumer or older than `eventsRetentionMillis`, handed-over ids after
 ///   `dedupeWindowMillis`) runs inside commits, at most `pruneLimitPerCommit` rows per table each.
 ///
@@ -166,20 +168,27 @@ public final class SQLiteMessageStore: MessageStore {
         var seq = lastSeq
         do throws(StoreError) {
             var result = StoreCommitResult()
-            for item in batch.operations {
+            let partners = SQLiteMessageStore.progressCarriedByFinals(batch)
+            for (index, item) in batch.operations.enumerated() {
                 switch item {
                 case .insert(let insert):
                     let outcome = try self.insert(insert, seq: &seq, now: now, statements: s, result: &result)
                     result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line,
                                                                outcome: outcome))
                 case .progress(let record):
+                    if let partners, partners[index] >= 0 { continue }  // written by its final record's update
                     s.updateProgress.bind(1, record.attempts)
                     s.updateProgress.bind(2, record.sends)
                     s.updateProgress.bind(3, record.lastError)
                     s.updateProgress.bind(4, record.messageID)
                     try s.updateProgress.run(operation: operation)
                 case .record(let record):
-                    try self.record(record, seq: &seq, now: now, statements: s, result: &result)
+                    var progress: MessageRecord?
+                    if let partners, partners[index] >= 0,
+                       case .progress(let carried) = batch.operations[Int(partners[index])] {
+                        progress = carried
+                    }
+                    try self.record(record, progress: progress, seq: &seq, now: now, statements: s, result: &result)
                 }
             }
             for (consumer, cursor) in batch.eventCursors.sorted(by: { $0.key < $1.key }) {
@@ -195,6 +204,7 @@ public final class SQLiteMessageStore: MessageStore {
                 s.updateLastSeq.bind(1, seq)
                 try s.updateLastSeq.run(operation: operation)
             }
+            try writeJournal(result.journaled, statements: s)
             try prune(now: now, lastSeq: seq, statements: s)
             try s.commit.run(operation: operation)
             lastSeq = seq
@@ -252,17 +262,59 @@ public final class SQLiteMessageStore: MessageStore {
         return s.database.changes == 1
     }
 
-    private func record(_ record: StoreBatch.Record, seq: inout Int64, now: Int64, statements s: Statements,
-                        result: inout StoreCommitResult) throws(StoreError) {
+    /// Which progress operations a final record of the same message later in the batch writes with its own
+    /// update (`markFinalWithProgress`), saving a statement per message whose last send and ack commit
+    /// together (the common case under load). Nil when the batch has no progress; otherwise, for each operation
+    /// index: a progress operation's carrying record, a record's carried progress, or -1.
+    ///
+    /// The same rows result as with the progress update first: both updates apply only to a live row
+    /// (`final_event IS NULL`), and nothing between them changes that — the carrier is the *first* final record
+    /// of the message after the progress, and an insert of the same message_id in between (which may delete and
+    /// re-insert a final row past its retention) rules the fold out.
+    static func progressCarriedByFinals(_ batch: StoreBatch) -> [Int32]? {
+        guard batch.hasProgress else { return nil }
+        let blocked: Int32 = -2
+        var partners = [Int32](repeating: -1, count: batch.operations.count)
+        for (index, item) in batch.operations.enumerated() {
+            let messageID: String
+            switch item {
+            case .insert(let insert): messageID = insert.record.messageID
+            case .record(let record):
+                guard let id = record.finalMessageID else { continue }
+                messageID = id
+            case .progress: continue
+            }
+            guard let progress = batch.progressOperationIndex(of: messageID), progress < index,
+                  partners[progress] == -1 else { continue }
+            if case .record = item {
+                partners[progress] = Int32(index)
+                partners[index] = Int32(progress)
+            } else {
+                partners[progress] = blocked
+            }
+        }
+        return partners
+    }
+
+    /// Journals `record`, marking its message final first; `progress` (the message's pending progress, carried
+    /// by this final's update) is written by the same statement.
+    private func record(_ record: StoreBatch.Record, progress: MessageRecord?, seq: inout Int64, now: Int64,
+                        statements s: Statements, result: inout StoreCommitResult) throws(StoreError) {
         let operation = "committing a batch"
         result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
         if let messageID = record.finalMessageID {
             // The common case costs one statement: the update marks a live message final. Only when it changed
             // nothing does a select tell an already final message (not journaled) from an unknown one.
-            s.markFinal.bind(1, record.line)
-            s.markFinal.bind(2, now)
-            s.markFinal.bind(3, messageID)
-            try s.markFinal.run(operation: operation)
+            let update = progress == nil ? s.markFinal : s.markFinalWithProgress
+            update.bind(1, record.line)
+            update.bind(2, now)
+            update.bind(3, messageID)
+            if let progress {
+                update.bind(4, progress.attempts)
+                update.bind(5, progress.sends)
+                update.bind(6, progress.lastError)
+            }
+            try update.run(operation: operation)
             if s.database.changes == 0 {
                 s.selectMessage.bind(1, messageID)
                 let alreadyFinal = try s.selectMessage.step(operation: operation) && !s.selectMessage.isNull(0)
@@ -282,13 +334,31 @@ public final class SQLiteMessageStore: MessageStore {
         try journal(seq: seq, time: now, line: record.line, statements: s, result: &result)
     }
 
+    /// Gives an event its seq; the rows are written by `writeJournal` before the commit's pruning, in the same
+    /// transaction (nothing in between reads the events table).
     private func journal(seq: Int64, time: Int64, line: String, statements s: Statements,
                          result: inout StoreCommitResult) throws(StoreError) {
-        s.insertEvent.bind(1, seq)
-        s.insertEvent.bind(2, time)
-        s.insertEvent.bind(3, line)
-        try s.insertEvent.run(operation: "committing a batch")
         result.journaled.append(JournaledEvent(seq: seq, timeUnixMillis: time, line: line))
+    }
+
+    /// Writes a commit's events with multi-row INSERTs of at most `Statements.eventsPerInsert` rows each (one
+    /// statement instead of one per event: SQLite's per-statement cost is about 1,400 instructions).
+    private func writeJournal(_ events: [JournaledEvent], statements s: Statements) throws(StoreError) {
+        let operation = "committing a batch"
+        var start = 0
+        while start < events.count {
+            let rows = min(Statements.eventsPerInsert, events.count - start)
+            let statement = try s.insertEvents(rows: rows)
+            var parameter: Int32 = 1
+            for event in events[start..<(start + rows)] {
+                statement.bind(parameter, event.seq)
+                statement.bind(parameter + 1, event.timeUnixMillis)
+                statement.bind(parameter + 2, event.line)
+                parameter += 3
+            }
+            try statement.run(operation: operation)
+            start += rows
+        }
     }
 
     /// Bounded pruning inside the commit's transaction (see `StoreConfiguration`).
@@ -368,14 +438,28 @@ public final class SQLiteMessageStore: MessageStore {
                              finalAtUnixMillis: statement.isNull(4) ? 0 : statement.int64(4))
     }
 
-    /// Every statement, prepared once after the migrations.
+    /// Every statement, prepared once after the migrations (a multi-row events INSERT when first needed).
     private final class Statements {
         let begin, commit, rollback: SQLiteStatement
-        let selectMessage, insertMessage, deleteMessage, updateProgress, markFinal: SQLiteStatement
-        let insertEvent, upsertHandedOver, updateLastSeq, probe: SQLiteStatement
+        let selectMessage, insertMessage, deleteMessage, updateProgress, markFinal, markFinalWithProgress: SQLiteStatement
+        let upsertHandedOver, updateLastSeq, probe: SQLiteStatement
         let pruneFinal, pruneHandedOver, oldestEvent, minCursor, pruneEvents: SQLiteStatement
         let selectLive, selectHandedOver, selectEvents, upsertCursor, selectCursor: SQLiteStatement
         let database: SQLiteDatabase
+        /// Rows per multi-row events INSERT: 3 parameters each, far below SQLite's variable limit (999 before
+        /// 3.32, 32,766 since).
+        static let eventsPerInsert = 64
+        /// `INSERT INTO events … VALUES (…), (…)` for n rows at index n - 1, prepared when first needed.
+        private var eventInserts: [SQLiteStatement?] = Array(repeating: nil, count: eventsPerInsert)
+
+        func insertEvents(rows: Int) throws(StoreError) -> SQLiteStatement {
+            if let statement = eventInserts[rows - 1] { return statement }
+            let values = (0..<rows).map { "(?\($0 * 3 + 1), ?\($0 * 3 + 2), ?\($0 * 3 + 3))" }.joined(separator: ", ")
+            let statement = try database.prepare("INSERT INTO events (seq, time_ms, line) VALUES \(values)",
+                                                 operation: "preparing statements")
+            eventInserts[rows - 1] = statement
+            return statement
+        }
 
         init(_ db: SQLiteDatabase) throws(StoreError) {
             database = db
@@ -385,6 +469,10 @@ public final class SQLiteMessageStore: MessageStore {
             rollback = try db.prepare("ROLLBACK", operation: op)
             selectMessage = try db.prepare("SELECT final_event, final_at_ms FROM messages WHERE message_id = ?1",
                                            operation: op)
+            markFinalWithProgress = try db.prepare("""
+                UPDATE messages SET final_event = ?1, final_at_ms = ?2, attempts = ?4, sends = ?5, last_error = ?6
+                WHERE message_id = ?3 AND final_event IS NULL
+                """, operation: op)
             insertMessage = try db.prepare("""
                 INSERT OR IGNORE INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms, time_to_live,
                                       attempts, sends, last_error)
@@ -398,7 +486,6 @@ public final class SQLiteMessageStore: MessageStore {
             markFinal = try db.prepare("""
                 UPDATE messages SET final_event = ?1, final_at_ms = ?2 WHERE message_id = ?3 AND final_event IS NULL
                 """, operation: op)
-            insertEvent = try db.prepare("INSERT INTO events (seq, time_ms, line) VALUES (?1, ?2, ?3)", operation: op)
             upsertHandedOver = try db.prepare(
                 "INSERT OR REPLACE INTO handed_over (message_id, at_ms) VALUES (?1, ?2)", operation: op)
             updateLastSeq = try db.prepare("UPDATE store_state SET last_seq = ?1 WHERE id = 1", operation: op)
