@@ -496,15 +496,23 @@ public final class XMLStreamParser {
         bytes.isEmpty ? "" : String(decoding: bytes, as: UTF8.self)
     }
 
-    /// The end tag of a pending payload stanza: its payload to the owner, or the element as a `.stanza`.
-    private func endPendingStanza() {
+    /// At a stanza's end tag, once libxml2 has consumed it: the stanza's exact size on the wire against
+    /// `maxStanzaBytes`. Returns where the stanza ends (the next one starts there), or nil after failing the
+    /// stream with `.stanzaTooLarge` naming the stanza (`name`).
+    private func endOfStanza(_ name: @autoclosure () -> String) -> Int? {
         let end = consumed
         let size = end - stanzaStart
         if size > limits.maxStanzaBytes {
-            fail(.stanzaTooLarge, "stanza <\(openStanzaName)> is \(size) bytes, more than \(limits.maxStanzaBytes)")
-            return
+            fail(.stanzaTooLarge, "stanza <\(name())> is \(size) bytes, more than \(limits.maxStanzaBytes)")
+            return nil
         }
         stanzaStart = end
+        return end
+    }
+
+    /// The end tag of a pending payload stanza: its payload to the owner, or the element as a `.stanza`.
+    private func endPendingStanza() {
+        guard let end = endOfStanza(openStanzaName) else { return }
         if pending.childClosed, let payloadHandler {
             lastEventEnd = end
             let taken = pending.text.withUnsafeBytes { payloadHandler($0) }
@@ -596,14 +604,7 @@ public final class XMLStreamParser {
         }
         let element = stack.removeLast()
         if stack.isEmpty {
-            // The end tag has been consumed: the stanza's exact size on the wire.
-            let end = consumed
-            let size = end - stanzaStart
-            if size > limits.maxStanzaBytes {
-                fail(.stanzaTooLarge, "stanza <\(element.name)> is \(size) bytes, more than \(limits.maxStanzaBytes)")
-                return
-            }
-            stanzaStart = end
+            guard let end = endOfStanza(element.name) else { return }
             emit(.stanza(element), endingAt: end)
         } else {
             stack[stack.count - 1].children.append(element)
