@@ -616,7 +616,7 @@ public final class XMLStreamParser {
         let buffer = UnsafeBufferPointer(start: chars, count: Int(length))
         guard isStanzaOpen else {
             // Stream level: only whitespace keepalives (RFC 6120 §4.6.1).
-            for byte in buffer where byte != 0x20 && byte != 0x0A && byte != 0x09 && byte != 0x0D {
+            for byte in buffer where !XMLWhitespace.contains(byte) {
                 fail(.unexpectedText, "character data between stanzas")
                 return
             }

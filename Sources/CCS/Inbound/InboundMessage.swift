@@ -208,17 +208,13 @@ extension InboundMessage {
     public static func parse(payload bytes: UnsafeRawBufferPointer) throws(InboundParseError) -> InboundMessage {
         // Text with XML whitespace at either end is trimmed by `trimmingXMLWhitespace` (by characters), as
         // `parse(stanza:)` does; the usual payload has none and is read as it is.
-        guard let first = bytes.first, let last = bytes.last, !isXMLWhitespace(first), !isXMLWhitespace(last) else {
+        if bytes.isEmpty || XMLWhitespace.mayTrim(bytes) {
             return try classifyReportingDigest(String(decoding: bytes, as: UTF8.self).trimmingXMLWhitespace(), nil)
         }
         let readBytes = read(bytes)
         if case .message(let message)? = readBytes { return message }
         // Bytes the door read are UTF-8, so the text has exactly these bytes and its read is `readBytes`.
         return try classifyReportingDigest(String(decoding: bytes, as: UTF8.self), readBytes)
-    }
-
-    private static func isXMLWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 
     /// `classify` with the payload digest on its error (as `parse(stanza:)`); `known` is the text's `read`
