@@ -106,11 +106,8 @@ public enum JSONFrontDoor {
         /// True when the member named `key` is a string whose UTF-8 is `value`'s (compared as bytes, nothing built).
         public func string(_ key: String, is value: String) -> Bool {
             guard let at = index(of: key), tokens[at + 1].kind == UInt8(CCSD_JSON_STRING.rawValue) else { return false }
-            let token = tokens[at + 1]
             var value = value
-            return value.withUTF8 { wanted in
-                Int(token.length) == wanted.count && (wanted.isEmpty || memcmp(token.text, wanted.baseAddress!, wanted.count) == 0)
-            }
+            return value.withUTF8 { JSONFrontDoor.sameText(tokens[at + 1], $0) }
         }
 
         /// The whole object, built as `JSONFrontDoor.parse` builds it; nil when a value in it is declined.
@@ -122,16 +119,9 @@ public enum JSONFrontDoor {
         /// True when the object has a member named `key`.
         public func contains(_ key: String) -> Bool { index(of: key) != nil }
 
-
         private func index(of key: String) -> Int? {
             var key = key
-            return key.withUTF8 { wanted in
-                keys[0..<count].first { at in
-                    let token = tokens[at]
-                    return Int(token.length) == wanted.count
-                        && (wanted.isEmpty || memcmp(token.text, wanted.baseAddress!, wanted.count) == 0)
-                }
-            }
+            return key.withUTF8 { wanted in keys[0..<count].first { JSONFrontDoor.sameText(tokens[$0], wanted) } }
         }
     }
 
@@ -252,6 +242,11 @@ public enum JSONFrontDoor {
 
     static func sameText(_ a: ccsd_json_token, _ b: ccsd_json_token) -> Bool {
         a.length == b.length && (a.length == 0 || memcmp(a.text, b.text, Int(a.length)) == 0)
+    }
+
+    /// True when the token's text is exactly the bytes `wanted`.
+    static func sameText(_ token: ccsd_json_token, _ wanted: UnsafeBufferPointer<UInt8>) -> Bool {
+        Int(token.length) == wanted.count && (wanted.isEmpty || memcmp(token.text, wanted.baseAddress!, wanted.count) == 0)
     }
 
     /// The index just past the value starting at `index`.
