@@ -25,7 +25,22 @@ public struct DownstreamMessage: Sendable, Equatable {
     /// The 4-week default of `time_to_live`, in seconds, and its maximum.
     public static let maximumTimeToLive = 2_419_200
 
+    // Stored properties are declared in this order so that the struct packs into 113 bytes (the one-byte
+    // fields in the target's tail, `timeToLive` last, `EncodedJSON` without an optional range), and a
+    // `CCSDaemon.IntakeItem` holding one into 128: values of up to 128 bytes are copied by inline moves,
+    // larger ones by a call to `memmove`, and a message is copied about ten times between its line and its
+    // record. `DownstreamMessageLayoutTests` keeps the sizes.
     public var target: Target { didSet { dropEncoded() } }
+    /// `priority`.
+    public var priority: Priority? { didSet { dropEncoded() } }
+    /// `content_available` (APNs content-available).
+    public var contentAvailable: Bool? { didSet { dropEncoded() } }
+    /// `mutable_content` (APNs mutable-content).
+    public var mutableContent: Bool? { didSet { dropEncoded() } }
+    /// `dry_run`.
+    public var dryRun: Bool? { didSet { dropEncoded() } }
+    /// `delivery_receipt_requested`.
+    public var deliveryReceiptRequested: Bool? { didSet { dropEncoded() } }
     /// `message_id`: non-empty, unique per sender ID, reused unchanged on resend; nil until assigned.
     public var messageID: String? {
         get { storedMessageID }
@@ -37,18 +52,6 @@ public struct DownstreamMessage: Sendable, Equatable {
     private var storedMessageID: String?
     /// `collapse_key`.
     public var collapseKey: String? { didSet { dropEncoded() } }
-    /// `priority`.
-    public var priority: Priority? { didSet { dropEncoded() } }
-    /// `content_available` (APNs content-available).
-    public var contentAvailable: Bool? { didSet { dropEncoded() } }
-    /// `mutable_content` (APNs mutable-content).
-    public var mutableContent: Bool? { didSet { dropEncoded() } }
-    /// `time_to_live` in seconds, 0…2419200; nil = absent (CCS default 4 weeks); 0 is explicit.
-    public var timeToLive: Int? { didSet { dropEncoded() } }
-    /// `dry_run`.
-    public var dryRun: Bool? { didSet { dropEncoded() } }
-    /// `delivery_receipt_requested`.
-    public var deliveryReceiptRequested: Bool? { didSet { dropEncoded() } }
     /// `data`: string keys to string values.
     public var data: [String: String]? {
         get { encoded?.dataRange != nil ? encoded!.data() : storedData }
@@ -65,6 +68,8 @@ public struct DownstreamMessage: Sendable, Equatable {
     /// `jsonUTF8()` as intake wrote it from the line (`DownstreamIntake.parseCommonShape`), with `data` only
     /// there until asked for; dropped (`data` read out first) when any field changes. Never part of equality.
     var encoded: EncodedJSON?
+    /// `time_to_live` in seconds, 0…2419200; nil = absent (CCS default 4 weeks); 0 is explicit.
+    public var timeToLive: Int? { didSet { dropEncoded() } }
 
     /// Forgets `encoded`, keeping `data` when it was only there.
     private mutating func dropEncoded() {
@@ -241,7 +246,24 @@ struct EncodedJSON: Sendable {
     var messageIDOffset: Int
     /// Where the `data` object is in `bytes` (`{…}`) while the message keeps `data` only here; nil when the
     /// message has no `data` or keeps it in its field.
-    var dataRange: Range<Int>?
+    var dataRange: Range<Int>? {
+        get { dataStart < 0 ? nil : dataStart..<dataEnd }
+        set {
+            dataStart = newValue?.lowerBound ?? -1
+            dataEnd = newValue?.upperBound ?? -1
+        }
+    }
+    /// `dataRange` as two offsets, -1 for none: 16 bytes where an optional range takes 17 and pads the
+    /// message (see `DownstreamMessage.target`).
+    private var dataStart: Int
+    private var dataEnd: Int
+
+    init(bytes: [UInt8], messageIDOffset: Int, dataRange: Range<Int>?) {
+        self.bytes = bytes
+        self.messageIDOffset = messageIDOffset
+        dataStart = dataRange?.lowerBound ?? -1
+        dataEnd = dataRange?.upperBound ?? -1
+    }
 
     /// The `data` object at `dataRange`, read back (keys and values as written by `JSONValue.writeString`).
     func data() -> [String: String]? {

@@ -2,19 +2,24 @@ import Foundation
 import XMLStream
 
 /// One CCS message received on a connection, classified by its JSON `message_type` (ccs-protocol.md §2–3).
+///
+/// Kept small (`InboundMessageLayoutTests`): an ack is copied some twenty times between the stream parser and the
+/// dispatcher, and a value of more than 128 bytes is copied by a call to `memmove` where a smaller one is moved
+/// inline. So the rare large shapes (receipts, upstream messages, stanza errors) are `indirect`, and an ack's or
+/// nack's device-group counts live in a box (`GroupOutcomeBox`).
 public enum InboundMessage: Sendable, Equatable {
     /// A downstream message was accepted (§3). Device-group acks carry the member counts.
     case ack(Ack)
     /// A downstream message was rejected (§3–4).
     case nack(Nack)
     /// A delivery receipt; ACK it with its full `dr2:` message_id (§3).
-    case receipt(Receipt)
+    indirect case receipt(Receipt)
     /// A control message (§5): `.connectionDraining` today. It has no message_id.
     case control(controlType: ControlType)
     /// An upstream message from a device (no message_type); ACK it on the same connection (§3).
-    case upstream(Upstream)
+    indirect case upstream(Upstream)
     /// `<message type="error">`: CCS could not read a downstream message at all (§3).
-    case stanzaError(StanzaError)
+    indirect case stanzaError(StanzaError)
     /// A message_type ccsd does not know: logged and counted, never fatal (§2).
     case unknown(messageType: String, messageID: String?)
 
@@ -25,7 +30,11 @@ public enum InboundMessage: Sendable, Equatable {
         /// The canonical registration token, when CCS says the token has changed.
         public var canonicalRegistrationID: String?
         /// Device-group acks: members reached, members failed, and the tokens that failed, as written.
-        public var group: GroupOutcome?
+        public var group: GroupOutcome? {
+            get { groupBox?.outcome }
+            set { groupBox = newValue.map(GroupOutcomeBox.init) }
+        }
+        private var groupBox: GroupOutcomeBox?
 
         public init(messageID: String, from: String? = nil, canonicalRegistrationID: String? = nil, group: GroupOutcome?) {
             self.messageID = messageID
@@ -48,7 +57,11 @@ public enum InboundMessage: Sendable, Equatable {
         public var error: CCSErrorCode
         public var errorDescription: String?
         /// Device-group nacks (every member failed, or a retryable error), as written.
-        public var group: GroupOutcome?
+        public var group: GroupOutcome? {
+            get { groupBox?.outcome }
+            set { groupBox = newValue.map(GroupOutcomeBox.init) }
+        }
+        private var groupBox: GroupOutcomeBox?
 
         public init(messageID: String, from: String? = nil, error: CCSErrorCode, errorDescription: String? = nil, group: GroupOutcome?) {
             self.messageID = messageID
@@ -168,6 +181,16 @@ public enum InboundMessage: Sendable, Equatable {
             self.echoedMessageType = echoedMessageType
         }
     }
+}
+
+/// An ack's or nack's device-group counts, boxed: most acks have none, and inline they would more than double
+/// the size of every ack (see `InboundMessage`). Immutable; equal when the outcomes are.
+final class GroupOutcomeBox: Sendable, Equatable {
+    let outcome: GroupOutcome
+
+    init(_ outcome: GroupOutcome) { self.outcome = outcome }
+
+    static func == (lhs: GroupOutcomeBox, rhs: GroupOutcomeBox) -> Bool { lhs.outcome == rhs.outcome }
 }
 
 /// Why an inbound stanza could not be read as a CCS message. Never fatal to the connection.
