@@ -134,11 +134,15 @@ public final class TLSConnection {
                            reason: "\(buffered) bytes buffered; \(bytes.count) more would exceed the bound of \(maxBufferedWriteBytes) bytes")
         }
         pendingPlaintext.append(bytes)
+        // `bufferedBytes` asks the TLS engine for its pending ciphertext (a `BIO_ctrl` call, about 300
+        // instructions); until a flush, nothing but this append changed it.
+        var bufferedNow = buffered + bytes.count
         if state == .ready {
             if pendingPlaintext.count >= Self.coalesceBytes {
                 // Bulk output goes to the socket at once, so the kernel's buffers fill before ours do
                 // and `writeBufferFull` means the peer really is not reading.
                 flushPendingPlaintext()
+                bufferedNow = bufferedBytes
             } else if !plaintextFlushScheduled {
                 // Coalesce: the small writes of this loop turn go out as few TLS records and one send().
                 plaintextFlushScheduled = true
@@ -146,7 +150,7 @@ public final class TLSConnection {
                 eventLoop.execute { me.value.flushPendingPlaintext() }
             }
         }
-        if bufferedBytes > maxBufferedWriteBytes / 2 { wantsDrainNotification = true }
+        if bufferedNow > maxBufferedWriteBytes / 2 { wantsDrainNotification = true }
     }
 
     /// Plaintext held for the end of the loop turn before it is encrypted and sent at once: 4 KiB.
