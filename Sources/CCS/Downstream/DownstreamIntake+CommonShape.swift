@@ -216,7 +216,7 @@ extension DownstreamIntake {
                     guard less(keys[slot - 1], key) else { return false }  // a repeated key: the full path decides
                     out.append(UInt8(ascii: ","))
                 }
-                guard !isReservedDataKey(JSONFrontDoor.text(tokens[key])) else { return false }
+                guard !isReservedDataKey(ascii: bytes(tokens[key])) else { return false }
                 JSONValue.writeString(utf8: bytes(tokens[key]), to: &out)
                 out.append(UInt8(ascii: ":"))
                 JSONValue.writeString(utf8: bytes(tokens[key + 1]), to: &out)

@@ -228,6 +228,19 @@ extension DownstreamIntake {
         key == "from" || key == "message_type" || key.hasPrefix("google") || key.hasPrefix("gcm")
     }
 
+    /// `isReservedDataKey(_:)` for a key of ASCII bytes (the only keys the common-shape reader takes), without
+    /// a `String`: for ASCII text, `==` and `hasPrefix` compare bytes. `ReservedDataKeyTests` checks that the
+    /// two agree.
+    static func isReservedDataKey(ascii key: UnsafeBufferPointer<UInt8>) -> Bool {
+        func starts(with prefix: StaticString) -> Bool {
+            guard key.count >= prefix.utf8CodeUnitCount else { return false }
+            for index in 0..<prefix.utf8CodeUnitCount where key[index] != prefix.utf8Start[index] { return false }
+            return true
+        }
+        func equals(_ name: StaticString) -> Bool { key.count == name.utf8CodeUnitCount && starts(with: name) }
+        return equals("from") || equals("message_type") || starts(with: "google") || starts(with: "gcm")
+    }
+
     /// `notification`: known keys only; string values, except `*_loc_args` (array of strings, or a string
     /// holding a JSON array of strings) and `badge` (string or integer); `color` is `#rrggbb`.
     static func validateNotification(_ value: JSONValue) throws(ValidationError) -> [String: JSONValue] {
