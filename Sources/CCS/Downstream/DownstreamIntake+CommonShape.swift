@@ -112,48 +112,49 @@ extension DownstreamIntake {
         default:
             return nil
         }
-        var message = DownstreamMessage(target: target)
+        // The fields are gathered here and the message made once at the end: setting them one by one on a
+        // message runs each property's observer, which copied the whole message twice per line.
         let messageIDOffset = out.count
+        var messageID: String?
+        var collapseKey: String?
+        var priority: DownstreamMessage.Priority?
+        var timeToLive: Int?
 
         if at[Field.messageID] != 0 {
             let token = tokens[at[Field.messageID]]
             guard kind(token, CCSD_JSON_STRING), token.length > 0,
                   !hasControlCharacter(UnsafeRawBufferPointer(bytes(token))) else { return nil }
-            message.messageID = JSONFrontDoor.text(token)
+            messageID = JSONFrontDoor.text(token)
             JSONValue.append(",\"message_id\":", to: &out)
             JSONValue.writeString(utf8: bytes(token), to: &out)
         }
         if at[Field.collapseKey] != 0 {
             guard let key = string(Field.collapseKey) else { return nil }
-            message.collapseKey = key
+            collapseKey = key
             JSONValue.append(",\"collapse_key\":", to: &out)
             JSONValue.writeString(utf8: bytes(tokens[at[Field.collapseKey]]), to: &out)
         }
         if at[Field.priority] != 0 {
-            guard let text = string(Field.priority), let priority = DownstreamMessage.Priority(rawValue: text) else { return nil }
-            message.priority = priority
+            guard let text = string(Field.priority), let value = DownstreamMessage.Priority(rawValue: text) else { return nil }
+            priority = value
             JSONValue.append(",\"priority\":\"", to: &out)
-            out.append(contentsOf: priority.rawValue.utf8)
+            out.append(contentsOf: value.rawValue.utf8)
             JSONValue.append("\"", to: &out)
         }
         guard case .some(let contentAvailable) = flag(Field.contentAvailable),
               case .some(let mutableContent) = flag(Field.mutableContent) else { return nil }
-        message.contentAvailable = contentAvailable
-        message.mutableContent = mutableContent
         if let contentAvailable { JSONValue.append(contentAvailable ? ",\"content_available\":true" : ",\"content_available\":false", to: &out) }
         if let mutableContent { JSONValue.append(mutableContent ? ",\"mutable_content\":true" : ",\"mutable_content\":false", to: &out) }
         if at[Field.timeToLive] != 0 {
             let token = tokens[at[Field.timeToLive]]
             guard kind(token, CCSD_JSON_NUMBER), let seconds = JSONFrontDoor.plainInteger(token),
                   seconds >= 0, seconds <= Int64(DownstreamMessage.maximumTimeToLive) else { return nil }
-            message.timeToLive = Int(seconds)
+            timeToLive = Int(seconds)
             JSONValue.append(",\"time_to_live\":", to: &out)
             JSONValue.append(seconds, to: &out)
         }
         guard case .some(let dryRun) = flag(Field.dryRun),
               case .some(let deliveryReceiptRequested) = flag(Field.deliveryReceiptRequested) else { return nil }
-        message.dryRun = dryRun
-        message.deliveryReceiptRequested = deliveryReceiptRequested
         if let dryRun { JSONValue.append(dryRun ? ",\"dry_run\":true" : ",\"dry_run\":false", to: &out) }
         if let deliveryReceiptRequested {
             JSONValue.append(deliveryReceiptRequested ? ",\"delivery_receipt_requested\":true" : ",\"delivery_receipt_requested\":false", to: &out)
@@ -166,14 +167,16 @@ extension DownstreamIntake {
             // What `jsonUTF8()` writes for `data` is at least `payloadByteCount` (it writes U+FFFE and U+FFFF
             // as 6-byte escapes, which count 3): within the limit, the full path's count is too; above it,
             // the full path decides.
-            let limit = message.isTopicOrCondition ? DownstreamMessage.maximumTopicPayloadBytes : DownstreamMessage.maximumPayloadBytes
+            let limit = target.isTopicOrCondition ? DownstreamMessage.maximumTopicPayloadBytes : DownstreamMessage.maximumPayloadBytes
             guard out.count - start <= limit else { return nil }
             dataRange = start..<out.count
         }
         JSONValue.append("}", to: &out)
         // `data` stays in the text (the message reads it from there when asked): no dictionary per message.
-        message.encoded = EncodedJSON(bytes: out, messageIDOffset: messageIDOffset, dataRange: dataRange)
-        return message
+        return DownstreamMessage(target: target, messageID: messageID, collapseKey: collapseKey, priority: priority,
+                                 contentAvailable: contentAvailable, mutableContent: mutableContent, timeToLive: timeToLive,
+                                 dryRun: dryRun, deliveryReceiptRequested: deliveryReceiptRequested,
+                                 encoded: EncodedJSON(bytes: out, messageIDOffset: messageIDOffset, dataRange: dataRange))
     }
 
     /// Writes `data` at token `at` to `out` with its keys sorted, as `jsonUTF8()` does, when it is an object

@@ -14,6 +14,12 @@ public struct DownstreamMessage: Sendable, Equatable {
         case topic(String)
         /// `condition`: `'A' in topics && ('B' in topics || 'C' in topics)`, at most two operators.
         case condition(String)
+
+        /// True for topic and condition targets, which have the 2048-byte payload limit.
+        var isTopicOrCondition: Bool {
+            if case .token = self { return false }
+            return true
+        }
     }
 
     /// `priority`: `normal` or `high`.
@@ -113,6 +119,22 @@ public struct DownstreamMessage: Sendable, Equatable {
         self.notification = notification
     }
 
+    /// `init(target:…)` with the JSON text intake wrote for it (`DownstreamIntake.parseCommonShape`), made in
+    /// one piece: setting `encoded` on a finished message copied the whole message once more.
+    init(target: Target, messageID: String?, collapseKey: String?, priority: Priority?, contentAvailable: Bool?,
+         mutableContent: Bool?, timeToLive: Int?, dryRun: Bool?, deliveryReceiptRequested: Bool?, encoded: EncodedJSON) {
+        self.target = target
+        self.storedMessageID = messageID
+        self.collapseKey = collapseKey
+        self.priority = priority
+        self.contentAvailable = contentAvailable
+        self.mutableContent = mutableContent
+        self.timeToLive = timeToLive
+        self.dryRun = dryRun
+        self.deliveryReceiptRequested = deliveryReceiptRequested
+        self.encoded = encoded
+    }
+
     /// A copy with `message_id` set (the daemon assigns one when the app gave none).
     public func withMessageID(_ messageID: String) -> DownstreamMessage {
         var copy = self
@@ -139,10 +161,7 @@ public struct DownstreamMessage: Sendable, Equatable {
     }
 
     /// True for topic and condition targets, which have the 2048-byte payload limit.
-    public var isTopicOrCondition: Bool {
-        if case .token = target { return false }
-        return true
-    }
+    public var isTopicOrCondition: Bool { target.isTopicOrCondition }
 }
 
 // MARK: - Encoding
