@@ -35,7 +35,7 @@ public struct DownstreamMessage: Sendable, Equatable {
     // fields in the target's tail, `timeToLive` last, `EncodedJSON` without an optional range), and a
     // `CCSDaemon.IntakeItem` holding one into 128: values of up to 128 bytes are copied by inline moves,
     // larger ones by a call to `memmove`, and a message is copied about ten times between its line and its
-    // record. `DownstreamMessageLayoutTests` keeps the sizes.
+    // record. `ValueLayoutTests` keeps the sizes.
     public var target: Target { didSet { dropEncoded() } }
     /// `priority`.
     public var priority: Priority? { didSet { dropEncoded() } }

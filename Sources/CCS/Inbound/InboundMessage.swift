@@ -3,7 +3,7 @@ import XMLStream
 
 /// One CCS message received on a connection, classified by its JSON `message_type` (ccs-protocol.md §2–3).
 ///
-/// Kept small (`InboundMessageLayoutTests`): an ack is copied some twenty times between the stream parser and the
+/// Kept small (`ValueLayoutTests`): an ack is copied some twenty times between the stream parser and the
 /// dispatcher, and a value of more than 128 bytes is copied by a call to `memmove` where a smaller one is moved
 /// inline. So the rare large shapes (receipts, upstream messages, stanza errors) are `indirect`, and an ack's or
 /// nack's device-group counts live in a box (`GroupOutcomeBox`).
