@@ -127,6 +127,15 @@ final class SQLiteStatement {
         }
     }
 
+    /// Binds `bytes` as UTF-8 text without a copy (`SQLITE_STATIC`), runs the statement to the end and resets
+    /// it (clearing the bindings) before returning: SQLite reads the bytes only while `bytes` is valid.
+    func run(binding index: Int32, utf8 bytes: UnsafeBufferPointer<UInt8>, operation: String) throws(StoreError) {
+        // An empty buffer may have no base address, which SQLite would bind as NULL.
+        let base = bytes.baseAddress.map { UnsafeRawPointer($0) } ?? UnsafeRawPointer(("" as StaticString).utf8Start)
+        _ = sqlite3_bind_text(handle, index, base.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
+        try run(operation: operation)
+    }
+
     /// Steps once: true when a row is available, false when done.
     /// - Throws: `StoreError` with SQLite's message for the failing step (the statement is reset).
     func step(operation: String) throws(StoreError) -> Bool {
@@ -157,6 +166,12 @@ final class SQLiteStatement {
     func isNull(_ column: Int32) -> Bool { sqlite3_column_type(handle, column) == SQLITE_NULL }
 
     func text(_ column: Int32) -> String { optionalText(column) ?? "" }
+
+    /// The bytes of a text column of the current row, valid until the next step, reset or column call.
+    func utf8(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
+        guard let bytes = sqlite3_column_text(handle, column) else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column)))
+    }
 
     func optionalText(_ column: Int32) -> String? {
         guard let bytes = sqlite3_column_text(handle, column) else { return nil }
