@@ -28,6 +28,8 @@ public final class SQLiteMessageStore: MessageStore {
     private var lastSeq: Int64 = 0
     /// The text of the events block being written or cut (kept: no allocation per commit).
     private var blockText: [UInt8] = []
+    /// The text parameters of a multi-row insert (kept: no allocation per statement).
+    private var texts = SQLiteTextArena()
 
     /// Opens (creating the directory and the database if missing), locks the directory and migrates.
     /// - Throws: `StoreError`: `directoryInUse`, `cannotOpen`, `readOnly`, `corrupt`, `io`, `schema` (a
@@ -278,24 +280,25 @@ public final class SQLiteMessageStore: MessageStore {
         let statement = try s.insertMessages(rows: chunk.count)
         var parameter: Int32 = 1
         var acceptSeq = seq
+        texts.removeAll()
         for position in chunk {
             guard case .insert(let insert) = operations[position] else { continue }
             acceptSeq += 1
             let record = insert.record
-            statement.bind(parameter, record.messageID)
+            texts.append(parameter, record.messageID)
             statement.bind(parameter + 1, acceptSeq)
-            statement.bind(parameter + 2, record.json)
-            statement.bind(parameter + 3, record.to)
-            statement.bind(parameter + 4, record.rateKey)
+            texts.append(parameter + 2, record.json)
+            texts.append(parameter + 3, record.to)
+            texts.append(parameter + 4, record.rateKey)
             statement.bind(parameter + 5, record.acceptedAtUnixMillis)
             statement.bind(parameter + 6, record.timeToLive)
             statement.bind(parameter + 7, record.attempts)
             statement.bind(parameter + 8, record.sends)
-            statement.bind(parameter + 9, record.lastError)
+            if let lastError = record.lastError { texts.append(parameter + 9, lastError) } else { statement.bind(parameter + 9, nil) }
             parameter += Statements.messageColumns
         }
         try s.savepoint.run(operation: operation)
-        try statement.run(operation: operation)
+        try texts.withBound(to: statement) { () throws(StoreError) in try statement.run(operation: operation) }
         guard s.database.changes == Int32(chunk.count) else {
             try s.rollbackToSavepoint.run(operation: operation)
             try s.releaseSavepoint.run(operation: operation)
