@@ -52,4 +52,49 @@ import Testing
             #expect(try memory.events(after: 0, limit: 1_000) == sqlite.events(after: 0, limit: 1_000))
         }
     }
+
+    /// The SQLite store writes a run of inserts by multi-row INSERTs of up to 64 messages and falls back to one
+    /// by one when a message_id in the chunk is taken: runs around and past the chunk size, with a taken id
+    /// (live, final within its retention, final past it, or twice in the run) at the first, last or a middle
+    /// place of a chunk, must give the same outcomes, seqs, events and messages as the memory store.
+    @Test(arguments: [1, 2, 63, 64, 65, 130])
+    func longRunsOfInsertsWithTakenIDsGiveTheSameResults(run: Int) throws {
+        let directory = TemporaryDirectory()
+        let configuration = StoreConfiguration(synchronous: .normal, finalRetentionMillis: 100)
+        let memory = InMemoryMessageStore(configuration: configuration)
+        let sqlite = try SQLiteMessageStore(directory: directory.path + "/state", configuration: configuration)
+        defer {
+            memory.close()
+            sqlite.close()
+        }
+        let setup = batch { b in
+            for id in ["live", "final", "expired"] { b.insert(insert(id, at: 1_000)) }
+            b.record(final(1, "final"))
+            b.record(final(2, "expired"))
+        }
+        #expect(try memory.commit(setup, nowUnixMillis: 1_000) == sqlite.commit(setup, nowUnixMillis: 1_000))
+        let finalAgain = batch { b in b.record(final(3, "live")) }
+        var now: Int64 = 1_050
+        for (round, taken) in [nil, "live", "final", "expired", "twice"].enumerated() {
+            for place in Set([0, run / 2, run - 1, min(63, run - 1), min(64, run - 1)]).sorted() {
+                now += 1
+                var b = StoreBatch()
+                for n in 0..<run {
+                    let id = n == place ? (taken == "twice" ? "r\(round)-\(place)-0" : taken ?? "r\(round)-\(place)-\(n)")
+                                        : "r\(round)-\(place)-\(n)"
+                    b.insert(insert(id, at: now, line: n))
+                }
+                let fromMemory = try memory.commit(b, nowUnixMillis: now)
+                let fromSQLite = try sqlite.commit(b, nowUnixMillis: now)
+                #expect(fromMemory == fromSQLite, "taken \(taken ?? "none") at \(place) of \(run)")
+            }
+            if round == 2 { now += 200 }  // "final" is past its retention from here on
+        }
+        #expect(try memory.commit(finalAgain, nowUnixMillis: now) == sqlite.commit(finalAgain, nowUnixMillis: now))
+        #expect(try memory.load(nowUnixMillis: now) == sqlite.load(nowUnixMillis: now))
+        #expect(try memory.events(after: 0, limit: 100_000) == sqlite.events(after: 0, limit: 100_000))
+        for id in ["live", "final", "expired"] {
+            #expect(try memory.storedMessage(id) == sqlite.storedMessage(id), "\(id)")
+        }
+    }
 }

@@ -174,7 +174,7 @@ import Testing
             PRAGMA cache_size = 2;
             BEGIN IMMEDIATE;
             WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 3000)
-            INSERT INTO events (seq, time_ms, line) SELECT 1000000 + i, 0, printf('%.500c', 'x') FROM n;
+            INSERT INTO event_blocks (first_seq, last_seq, time_ms, lines) SELECT 1000000 + i, 1000000 + i, 0, printf('%.500c', 'x') FROM n;
             UPDATE messages SET final_event = 'killed' WHERE message_id = 'a';
             SELECT 'ready';
 

@@ -43,9 +43,9 @@ import Testing
                 == [.duplicateFinal(outcome: finalLine("a"))])
     }
 
-    /// The events of a commit are written by multi-row INSERTs of up to 64 rows: counts around and past the
-    /// chunk size keep contiguous seqs, the batch's order and every line, across commits and a reopen.
-    @Test(arguments: [1, 63, 64, 65, 200])
+    /// The events of a commit are written in blocks of up to 256 events (one row each): counts around and
+    /// past the block size keep contiguous seqs, the batch's order and every line, across commits and a reopen.
+    @Test(arguments: [1, 63, 64, 65, 200, 255, 256, 257, 450])
     func theEventsOfABigCommitKeepContiguousSeqsAndTheirOrder(events: Int) throws {
         let directory = TemporaryDirectory()
         let state = directory.path + "/state"
@@ -236,7 +236,7 @@ import Testing
         #expect(error?.code == .schema)
         #expect(error?.retryable == false)
         #expect(error?.description == "store \(state)/ccsd.sqlite3: migrating the schema failed: the database has "
-            + "schema version 99 but this ccsd knows versions up to 1: it was written by a newer ccsd")
+            + "schema version 99 but this ccsd knows versions up to 2: it was written by a newer ccsd")
         // Refused without touching it: the lock was released and the data is intact for the newer ccsd.
         let raw = try RawConnection(path: state + "/ccsd.sqlite3")
         #expect(try raw.integer("SELECT count(*) FROM messages") == 1)

@@ -127,6 +127,21 @@ final class SQLiteStatement {
         }
     }
 
+    /// Binds `bytes` as UTF-8 text without a copy (`SQLITE_STATIC`), runs the statement to the end and resets
+    /// it (clearing the bindings) before returning: SQLite reads the bytes only while `bytes` is valid.
+    func run(binding index: Int32, utf8 bytes: UnsafeBufferPointer<UInt8>, operation: String) throws(StoreError) {
+        // An empty buffer may have no base address, which SQLite would bind as NULL.
+        let base = bytes.baseAddress.map { UnsafeRawPointer($0) } ?? UnsafeRawPointer(("" as StaticString).utf8Start)
+        _ = sqlite3_bind_text(handle, index, base.assumingMemoryBound(to: CChar.self), Int32(bytes.count), nil)
+        try run(operation: operation)
+    }
+
+    /// Binds `count` bytes at `bytes` as UTF-8 text without a copy (`SQLITE_STATIC`): only through
+    /// `SQLiteTextArena.withBound`, which keeps the bytes in place until the statement is reset.
+    fileprivate func bindStatic(_ index: Int32, _ bytes: UnsafePointer<UInt8>, count: Int) {
+        _ = sqlite3_bind_text(handle, index, UnsafeRawPointer(bytes).assumingMemoryBound(to: CChar.self), Int32(count), nil)
+    }
+
     /// Steps once: true when a row is available, false when done.
     /// - Throws: `StoreError` with SQLite's message for the failing step (the statement is reset).
     func step(operation: String) throws(StoreError) -> Bool {
@@ -158,9 +173,49 @@ final class SQLiteStatement {
 
     func text(_ column: Int32) -> String { optionalText(column) ?? "" }
 
+    /// The bytes of a text column of the current row, valid until the next step, reset or column call.
+    func utf8(_ column: Int32) -> UnsafeBufferPointer<UInt8> {
+        guard let bytes = sqlite3_column_text(handle, column) else { return UnsafeBufferPointer(start: nil, count: 0) }
+        return UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(handle, column)))
+    }
+
     func optionalText(_ column: Int32) -> String? {
         guard let bytes = sqlite3_column_text(handle, column) else { return nil }
         let count = Int(sqlite3_column_bytes(handle, column))
         return String(decoding: UnsafeBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+}
+
+/// Text parameters of one statement execution copied into one buffer and bound from there without SQLite's
+/// own copy (`SQLITE_STATIC`): `bind(_:_:)` with `SQLITE_TRANSIENT` cost SQLite an allocation, a copy and a
+/// free per text (four texts per inserted message). Kept by its owner and reused (no allocation per call).
+struct SQLiteTextArena {
+    private var bytes: [UInt8] = []
+    private var texts: [(parameter: Int32, start: Int, count: Int)] = []
+
+    /// Forgets the texts of the last execution (keeps the storage).
+    mutating func removeAll() {
+        bytes.removeAll(keepingCapacity: true)
+        texts.removeAll(keepingCapacity: true)
+    }
+
+    /// Copies `text` in, for parameter `parameter`.
+    mutating func append(_ parameter: Int32, _ text: String) {
+        var text = text
+        let start = bytes.count
+        text.withUTF8 { bytes.append(contentsOf: $0) }
+        texts.append((parameter, start, bytes.count - start))
+    }
+
+    /// Binds every text to `statement`, runs `body` (which steps it) while the bytes stay in place, and resets
+    /// the statement (clearing its bindings) before the bytes may move.
+    func withBound<R>(to statement: SQLiteStatement, _ body: () throws(StoreError) -> R) throws(StoreError) -> R {
+        try bytes.withUnsafeBufferPointer { (buffer) throws(StoreError) -> R in
+            defer { statement.reset() }
+            // An empty buffer may have no base address, which SQLite would bind as NULL.
+            let base = buffer.baseAddress ?? ("" as StaticString).utf8Start
+            for text in texts { statement.bindStatic(text.parameter, base + text.start, count: text.count) }
+            return try body()
+        }
     }
 }

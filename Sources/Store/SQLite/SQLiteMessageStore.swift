@@ -9,9 +9,9 @@ import CSQLite
 ///   survives a power cut; NORMAL: it survives `kill -9` only). `busy_timeout` bounds waits for a reader
 ///   such as an inspecting `sqlite3` shell.
 /// - Schema: `SQLiteSchema` (`PRAGMA user_version`, ordered migrations; a newer database is refused).
-/// - Statements are prepared once and reused (a multi-row events INSERT when a commit first needs its row count);
-///   per commit, the events are written by multi-row INSERTs and a final carries its message's progress of the
-///   same batch (`progressCarriedByFinals`). Pruning (final messages after `finalRetentionMillis`, events
+/// - Statements are prepared once and reused; per commit, the events are written as blocks of consecutive
+///   events (`writeJournal`, one row per block) and a final carries its message's progress of the same batch
+///   (`progressCarriedByFinals`). Pruning (final messages after `finalRetentionMillis`, events
 ///   acknowledged by every consumer or older than `eventsRetentionMillis`, handed-over ids after
 ///   `dedupeWindowMillis`) runs inside commits, at most `pruneLimitPerCommit` rows per table each.
 ///
@@ -26,6 +26,10 @@ public final class SQLiteMessageStore: MessageStore {
     private var database: SQLiteDatabase?
     private var statements: Statements?
     private var lastSeq: Int64 = 0
+    /// The text of the events block being written or cut (kept: no allocation per commit).
+    private var blockText: [UInt8] = []
+    /// The text parameters of a multi-row insert (kept: no allocation per statement).
+    private var texts = SQLiteTextArena()
 
     /// Opens (creating the directory and the database if missing), locks the directory and migrates.
     /// - Throws: `StoreError`: `directoryInUse`, `cannotOpen`, `readOnly`, `corrupt`, `io`, `schema` (a
@@ -45,8 +49,10 @@ public final class SQLiteMessageStore: MessageStore {
             try SQLiteMessageStore.configure(database, configuration: configuration)
             try SQLiteMessageStore.migrate(database, migrations: migrations)
             statements = try Statements(database)
-            lastSeq = try database.integer("SELECT max(last_seq, coalesce((SELECT max(seq) FROM events), 0)) FROM store_state",
-                                           operation: "reading the journal")
+            lastSeq = try database.integer("""
+                SELECT max(last_seq, coalesce((SELECT last_seq FROM event_blocks ORDER BY first_seq DESC LIMIT 1), 0))
+                FROM store_state
+                """, operation: "reading the journal")
         } catch {
             statements = nil
             database.close()
@@ -169,12 +175,30 @@ public final class SQLiteMessageStore: MessageStore {
         do throws(StoreError) {
             var result = StoreCommitResult()
             let partners = SQLiteMessageStore.progressCarriedByFinals(batch)
-            for (index, item) in batch.operations.enumerated() {
-                switch item {
-                case .insert(let insert):
-                    let outcome = try self.insert(insert, seq: &seq, now: now, statements: s, result: &result)
-                    result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line,
-                                                               outcome: outcome))
+            let operations = batch.operations
+            var index = 0
+            while index < operations.count {
+                defer { index += 1 }
+                switch operations[index] {
+                case .insert:
+                    // A run of inserts goes in by multi-row INSERTs when none of its message_ids is taken (the
+                    // common case); otherwise, or alone, one by one.
+                    var end = index + 1
+                    while end < operations.count, case .insert = operations[end] { end += 1 }
+                    var start = index
+                    while end - start >= 2 {
+                        let chunk = start..<min(end, start + Statements.messagesPerInsert)
+                        guard try insertAll(operations, chunk, seq: &seq, now: now, statements: s, result: &result) else { break }
+                        start = chunk.upperBound
+                    }
+                    index = end - 1
+                    guard start < end else { continue }
+                    for position in start..<end {
+                        guard case .insert(let insert) = operations[position] else { continue }
+                        let outcome = try self.insert(insert, seq: &seq, now: now, statements: s, result: &result)
+                        result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line,
+                                                                   outcome: outcome))
+                    }
                 case .progress(let record):
                     if let partners, partners[index] >= 0 { continue }  // written by its final record's update
                     s.updateProgress.bind(1, record.attempts)
@@ -185,7 +209,7 @@ public final class SQLiteMessageStore: MessageStore {
                 case .record(let record):
                     var progress: MessageRecord?
                     if let partners, partners[index] >= 0,
-                       case .progress(let carried) = batch.operations[Int(partners[index])] {
+                       case .progress(let carried) = operations[Int(partners[index])] {
                         progress = carried
                     }
                     try self.record(record, progress: progress, seq: &seq, now: now, statements: s, result: &result)
@@ -242,6 +266,52 @@ public final class SQLiteMessageStore: MessageStore {
         seq += 1
         try journal(seq: seq, time: now, line: insert.acceptedLine, statements: s, result: &result)
         return .stored
+    }
+
+    /// Inserts the messages of `chunk` (inserts only, at least 2) by one multi-row `INSERT OR IGNORE`, with the
+    /// accept seqs and `accepted` events they get one by one: true when every row went in. When a message_id was
+    /// taken (stored, or twice in the chunk), the statement is undone (a savepoint) and nothing is journaled:
+    /// false, and the caller inserts them one by one (`insert`), which tells each outcome. One statement instead
+    /// of one per message: SQLite's cost per statement (opening the table's and its indexes' cursors, the
+    /// constraint program, halting) was about 5,000 instructions.
+    private func insertAll(_ operations: [StoreBatch.Operation], _ chunk: Range<Int>, seq: inout Int64, now: Int64,
+                           statements s: Statements, result: inout StoreCommitResult) throws(StoreError) -> Bool {
+        let operation = "committing a batch"
+        let statement = try s.insertMessages(rows: chunk.count)
+        var parameter: Int32 = 1
+        var acceptSeq = seq
+        texts.removeAll()
+        for position in chunk {
+            guard case .insert(let insert) = operations[position] else { continue }
+            acceptSeq += 1
+            let record = insert.record
+            texts.append(parameter, record.messageID)
+            statement.bind(parameter + 1, acceptSeq)
+            texts.append(parameter + 2, record.json)
+            texts.append(parameter + 3, record.to)
+            texts.append(parameter + 4, record.rateKey)
+            statement.bind(parameter + 5, record.acceptedAtUnixMillis)
+            statement.bind(parameter + 6, record.timeToLive)
+            statement.bind(parameter + 7, record.attempts)
+            statement.bind(parameter + 8, record.sends)
+            if let lastError = record.lastError { texts.append(parameter + 9, lastError) } else { statement.bind(parameter + 9, nil) }
+            parameter += Statements.messageColumns
+        }
+        try s.savepoint.run(operation: operation)
+        try texts.withBound(to: statement) { () throws(StoreError) in try statement.run(operation: operation) }
+        guard s.database.changes == Int32(chunk.count) else {
+            try s.rollbackToSavepoint.run(operation: operation)
+            try s.releaseSavepoint.run(operation: operation)
+            return false
+        }
+        try s.releaseSavepoint.run(operation: operation)
+        for position in chunk {
+            guard case .insert(let insert) = operations[position] else { continue }
+            seq += 1
+            try journal(seq: seq, time: now, line: insert.acceptedLine, statements: s, result: &result)
+            result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line, outcome: .stored))
+        }
+        return true
     }
 
     /// `INSERT OR IGNORE` of a message row; true when the row went in.
@@ -334,30 +404,50 @@ public final class SQLiteMessageStore: MessageStore {
         try journal(seq: seq, time: now, line: record.line, statements: s, result: &result)
     }
 
-    /// Gives an event its seq; the rows are written by `writeJournal` before the commit's pruning, in the same
+    /// Gives an event its seq; the blocks are written by `writeJournal` before the commit's pruning, in the same
     /// transaction (nothing in between reads the events table).
     private func journal(seq: Int64, time: Int64, line: String, statements s: Statements,
                          result: inout StoreCommitResult) throws(StoreError) {
         result.journaled.append(JournaledEvent(seq: seq, timeUnixMillis: time, line: line))
     }
 
-    /// Writes a commit's events with multi-row INSERTs of at most `Statements.eventsPerInsert` rows each (one
-    /// statement instead of one per event: SQLite's per-statement cost is about 1,400 instructions).
+    /// Events per row of `event_blocks` at most: bounds what cutting a block's head (pruning part of a block)
+    /// rewrites. A flood commits about 350 events per commit: two blocks.
+    static let eventsPerBlock = 256
+
+    /// Writes a commit's events as blocks (`event_blocks`, schema version 2): runs of consecutive seqs with
+    /// one time, at most `eventsPerBlock` each, whose lines are joined by line feeds; a line that contains a
+    /// line feed ends its block (only a block's last line may contain one, so splitting stays exact). One row
+    /// per block instead of one per event: a row costs SQLite about 2,500 instructions to insert and as many
+    /// to prune.
     private func writeJournal(_ events: [JournaledEvent], statements s: Statements) throws(StoreError) {
         let operation = "committing a batch"
         var start = 0
         while start < events.count {
-            let rows = min(Statements.eventsPerInsert, events.count - start)
-            let statement = try s.insertEvents(rows: rows)
-            var parameter: Int32 = 1
-            for event in events[start..<(start + rows)] {
-                statement.bind(parameter, event.seq)
-                statement.bind(parameter + 1, event.timeUnixMillis)
-                statement.bind(parameter + 2, event.line)
-                parameter += 3
+            blockText.removeAll(keepingCapacity: true)
+            var end = start
+            while end < events.count {
+                let event = events[end]
+                if end > start {
+                    guard end - start < SQLiteMessageStore.eventsPerBlock, event.seq == events[end - 1].seq + 1,
+                          event.timeUnixMillis == events[start].timeUnixMillis else { break }
+                    blockText.append(0x0A)
+                }
+                var line = event.line
+                let endsBlock = line.withUTF8 { bytes in
+                    blockText.append(contentsOf: bytes)
+                    return bytes.contains(0x0A)
+                }
+                end += 1
+                if endsBlock { break }
             }
-            try statement.run(operation: operation)
-            start += rows
+            s.insertBlock.bind(1, events[start].seq)
+            s.insertBlock.bind(2, events[end - 1].seq)
+            s.insertBlock.bind(3, events[start].timeUnixMillis)
+            try blockText.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+                try s.insertBlock.run(binding: 4, utf8: bytes, operation: operation)
+            }
+            start = end
         }
     }
 
@@ -372,14 +462,17 @@ public final class SQLiteMessageStore: MessageStore {
         s.pruneHandedOver.bind(2, limit)
         try s.pruneHandedOver.run(operation: operation)
 
-        // Events: only when the oldest qualifies, then a primary-key range of at most `limit` rows.
-        guard try s.oldestEvent.step(operation: operation) else {
-            s.oldestEvent.reset()
+        // Events: only when the oldest qualifies, then those of the `limit` seqs from the oldest on that qualify
+        // (acknowledged by every consumer, or older than the retention). The rule is per event, as when each had
+        // its row; within a block (one time) the events that qualify are a head of it, cut off by rewriting the
+        // block from its first kept event, or the whole block, deleted.
+        guard try s.oldestBlock.step(operation: operation) else {
+            s.oldestBlock.reset()
             return
         }
-        let oldestSeq = s.oldestEvent.int64(0)
-        let oldestTime = s.oldestEvent.int64(1)
-        s.oldestEvent.reset()
+        let oldestSeq = s.oldestBlock.int64(0)
+        let oldestTime = s.oldestBlock.int64(1)
+        s.oldestBlock.reset()
         var acknowledged: Int64 = 0  // with no registered consumer, only the age limit prunes
         if try s.minCursor.step(operation: operation), !s.minCursor.isNull(0) {
             acknowledged = s.minCursor.int64(0)
@@ -387,22 +480,83 @@ public final class SQLiteMessageStore: MessageStore {
         s.minCursor.reset()
         let cutoff = now - configuration.eventsRetentionMillis
         guard oldestSeq <= acknowledged || oldestTime < cutoff else { return }
-        s.pruneEvents.bind(1, oldestSeq + Int64(limit))
-        s.pruneEvents.bind(2, acknowledged)
-        s.pruneEvents.bind(3, cutoff)
-        try s.pruneEvents.run(operation: operation)
+        let windowEnd = oldestSeq + Int64(limit)  // seqs below it are considered
+        var heads: [(first: Int64, last: Int64, through: Int64)] = []
+        s.blocksBefore.bind(1, windowEnd)
+        defer { s.blocksBefore.reset() }
+        while try s.blocksBefore.step(operation: operation) {
+            let first = s.blocksBefore.int64(0), last = s.blocksBefore.int64(1)
+            let through = min(last, windowEnd - 1, s.blocksBefore.int64(2) < cutoff ? last : acknowledged)
+            if through >= first { heads.append((first, last, through)) }
+        }
+        s.blocksBefore.reset()
+        for head in heads {
+            if head.through == head.last {
+                s.deleteBlock.bind(1, head.first)
+                try s.deleteBlock.run(operation: operation)
+            } else {
+                try cutBlock(head.first, before: head.through + 1, statements: s)
+            }
+        }
+    }
+
+    /// Rewrites the block starting at `first` from seq `keep` on (`first < keep <=` its last seq): the lines
+    /// before it are dropped (each of them ends with a line feed: only a block's last line may contain one).
+    private func cutBlock(_ first: Int64, before keep: Int64, statements s: Statements) throws(StoreError) {
+        let operation = "pruning"
+        s.selectBlockLines.bind(1, first)
+        defer { s.selectBlockLines.reset() }
+        guard try s.selectBlockLines.step(operation: operation) else { return }
+        let lines = s.selectBlockLines.utf8(0)
+        var dropped: Int64 = 0
+        var offset = 0
+        while dropped < keep - first {
+            guard let lineFeed = lines[offset...].firstIndex(of: 0x0A) else {
+                throw blockError(first, operation: operation)
+            }
+            offset = lineFeed + 1
+            dropped += 1
+        }
+        blockText.removeAll(keepingCapacity: true)
+        blockText.append(contentsOf: UnsafeBufferPointer(rebasing: lines[offset...]))
+        s.selectBlockLines.reset()
+        s.cutBlock.bind(1, keep)
+        s.cutBlock.bind(2, first)
+        try blockText.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+            try s.cutBlock.run(binding: 3, utf8: bytes, operation: operation)
+        }
+    }
+
+    private func blockError(_ first: Int64, operation: String) -> StoreError {
+        StoreError(code: .corrupt, path: databasePath, operation: operation,
+                   message: "the events block at seq \(first) has fewer lines than seqs")
     }
 
     public func events(after seq: Int64, limit: Int) throws(StoreError) -> [JournaledEvent] {
         let operation = "reading the journal"
         let (_, s) = try open(operation)
-        s.selectEvents.bind(1, seq)
-        s.selectEvents.bind(2, limit)
-        defer { s.selectEvents.reset() }
         var events: [JournaledEvent] = []
+        guard limit != 0 else { return events }  // a negative limit: no limit (as SQLite's LIMIT)
+        s.selectEvents.bind(1, seq)
+        defer { s.selectEvents.reset() }
         while try s.selectEvents.step(operation: operation) {
-            events.append(JournaledEvent(seq: s.selectEvents.int64(0), timeUnixMillis: s.selectEvents.int64(1),
-                                         line: s.selectEvents.text(2)))
+            let first = s.selectEvents.int64(0), last = s.selectEvents.int64(1), time = s.selectEvents.int64(2)
+            let lines = s.selectEvents.utf8(3)
+            var start = 0
+            for eventSeq in first...max(first, last) {
+                var end = lines.count
+                if eventSeq < last {
+                    guard let lineFeed = lines[start...].firstIndex(of: 0x0A) else { throw blockError(first, operation: operation) }
+                    end = lineFeed
+                }
+                if eventSeq > seq {
+                    events.append(JournaledEvent(seq: eventSeq, timeUnixMillis: time,
+                                                 line: String(decoding: UnsafeBufferPointer(rebasing: lines[start..<end]),
+                                                              as: UTF8.self)))
+                    if events.count == limit { return events }
+                }
+                start = end + 1
+            }
         }
         return events
     }
@@ -443,24 +597,29 @@ public final class SQLiteMessageStore: MessageStore {
         let begin, commit, rollback: SQLiteStatement
         let selectMessage, insertMessage, deleteMessage, updateProgress, markFinal, markFinalWithProgress: SQLiteStatement
         let upsertHandedOver, updateLastSeq, probe: SQLiteStatement
-        let pruneFinal, pruneHandedOver, oldestEvent, minCursor, pruneEvents: SQLiteStatement
-        let selectLive, selectHandedOver, selectEvents, upsertCursor, selectCursor: SQLiteStatement
-        let database: SQLiteDatabase
-        /// Rows per multi-row events INSERT: 3 parameters each, far below SQLite's variable limit (999 before
+        let pruneFinal, pruneHandedOver, oldestBlock, minCursor, blocksBefore, deleteBlock, selectBlockLines, cutBlock: SQLiteStatement
+        let insertBlock, savepoint, releaseSavepoint, rollbackToSavepoint: SQLiteStatement
+        /// Rows per multi-row messages INSERT: 10 parameters each, below SQLite's variable limit (999 before
         /// 3.32, 32,766 since).
-        static let eventsPerInsert = 64
-        /// `INSERT INTO events … VALUES (…), (…)` for n rows at index n - 1, prepared when first needed.
-        private var eventInserts: [SQLiteStatement?] = Array(repeating: nil, count: eventsPerInsert)
+        static let messagesPerInsert = 64
+        static let messageColumns: Int32 = 10
+        /// `INSERT OR IGNORE INTO messages … VALUES (…), (…)` for n rows at index n - 1, prepared when first needed.
+        private var messageInserts: [SQLiteStatement?] = Array(repeating: nil, count: messagesPerInsert)
 
-        func insertEvents(rows: Int) throws(StoreError) -> SQLiteStatement {
-            if let statement = eventInserts[rows - 1] { return statement }
-            let values = (0..<rows).map { "(?\($0 * 3 + 1), ?\($0 * 3 + 2), ?\($0 * 3 + 3))" }.joined(separator: ", ")
-            let statement = try database.prepare("INSERT INTO events (seq, time_ms, line) VALUES \(values)",
-                                                 operation: "preparing statements")
-            eventInserts[rows - 1] = statement
+        func insertMessages(rows: Int) throws(StoreError) -> SQLiteStatement {
+            if let statement = messageInserts[rows - 1] { return statement }
+            let values = (0..<rows).map { row in
+                "(" + (1...10).map { "?\(row * 10 + $0)" }.joined(separator: ", ") + ")"
+            }.joined(separator: ", ")
+            let statement = try database.prepare("""
+                INSERT OR IGNORE INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms,
+                                                time_to_live, attempts, sends, last_error) VALUES \(values)
+                """, operation: "preparing statements")
+            messageInserts[rows - 1] = statement
             return statement
         }
-
+        let selectLive, selectHandedOver, selectEvents, upsertCursor, selectCursor: SQLiteStatement
+        let database: SQLiteDatabase
         init(_ db: SQLiteDatabase) throws(StoreError) {
             database = db
             let op = "preparing statements"
@@ -469,8 +628,13 @@ public final class SQLiteMessageStore: MessageStore {
             rollback = try db.prepare("ROLLBACK", operation: op)
             selectMessage = try db.prepare("SELECT final_event, final_at_ms FROM messages WHERE message_id = ?1",
                                            operation: op)
+            // Marking final also empties what only a live message needs (its JSON, target and rate key: nothing
+            // reads them once final, see `storedMessage` and `insert`): the row shrinks instead of growing by its
+            // final event, so it is rewritten in its page without a split, and the retained finals take about a
+            // third less room (about 2,400 instructions per message fewer).
             markFinalWithProgress = try db.prepare("""
-                UPDATE messages SET final_event = ?1, final_at_ms = ?2, attempts = ?4, sends = ?5, last_error = ?6
+                UPDATE messages SET final_event = ?1, final_at_ms = ?2, attempts = ?4, sends = ?5, last_error = ?6,
+                                    json = '', target = '', rate_key = ''
                 WHERE message_id = ?3 AND final_event IS NULL
                 """, operation: op)
             insertMessage = try db.prepare("""
@@ -484,7 +648,8 @@ public final class SQLiteMessageStore: MessageStore {
                 WHERE message_id = ?4 AND final_event IS NULL
                 """, operation: op)
             markFinal = try db.prepare("""
-                UPDATE messages SET final_event = ?1, final_at_ms = ?2 WHERE message_id = ?3 AND final_event IS NULL
+                UPDATE messages SET final_event = ?1, final_at_ms = ?2, json = '', target = '', rate_key = ''
+                WHERE message_id = ?3 AND final_event IS NULL
                 """, operation: op)
             upsertHandedOver = try db.prepare(
                 "INSERT OR REPLACE INTO handed_over (message_id, at_ms) VALUES (?1, ?2)", operation: op)
@@ -499,18 +664,31 @@ public final class SQLiteMessageStore: MessageStore {
                 DELETE FROM handed_over WHERE message_id IN (
                     SELECT message_id FROM handed_over WHERE at_ms < ?1 ORDER BY at_ms LIMIT ?2)
                 """, operation: op)
-            oldestEvent = try db.prepare("SELECT seq, time_ms FROM events ORDER BY seq LIMIT 1", operation: op)
+            savepoint = try db.prepare("SAVEPOINT inserts", operation: op)
+            releaseSavepoint = try db.prepare("RELEASE inserts", operation: op)
+            rollbackToSavepoint = try db.prepare("ROLLBACK TO inserts", operation: op)
+            insertBlock = try db.prepare(
+                "INSERT INTO event_blocks (first_seq, last_seq, time_ms, lines) VALUES (?1, ?2, ?3, ?4)", operation: op)
+            oldestBlock = try db.prepare("SELECT first_seq, time_ms FROM event_blocks ORDER BY first_seq LIMIT 1",
+                                         operation: op)
             minCursor = try db.prepare("SELECT min(seq) FROM cursors", operation: op)
-            pruneEvents = try db.prepare(
-                "DELETE FROM events WHERE seq < ?1 AND (seq <= ?2 OR time_ms < ?3)", operation: op)
+            blocksBefore = try db.prepare(
+                "SELECT first_seq, last_seq, time_ms FROM event_blocks WHERE first_seq < ?1 ORDER BY first_seq", operation: op)
+            deleteBlock = try db.prepare("DELETE FROM event_blocks WHERE first_seq = ?1", operation: op)
+            selectBlockLines = try db.prepare("SELECT lines FROM event_blocks WHERE first_seq = ?1", operation: op)
+            cutBlock = try db.prepare("UPDATE event_blocks SET first_seq = ?1, lines = ?3 WHERE first_seq = ?2", operation: op)
             selectLive = try db.prepare("""
                 SELECT message_id, json, target, rate_key, accepted_at_ms, time_to_live, attempts, sends, last_error
                 FROM messages WHERE final_event IS NULL ORDER BY accept_seq
                 """, operation: op)
             selectHandedOver = try db.prepare(
                 "SELECT message_id, at_ms FROM handed_over WHERE at_ms >= ?1 ORDER BY at_ms, message_id", operation: op)
-            selectEvents = try db.prepare(
-                "SELECT seq, time_ms, line FROM events WHERE seq > ?1 ORDER BY seq LIMIT ?2", operation: op)
+            // From the block holding seq ?1 (the last starting at or before it) on; `events(after:)` skips the rest.
+            selectEvents = try db.prepare("""
+                SELECT first_seq, last_seq, time_ms, lines FROM event_blocks
+                WHERE first_seq >= coalesce((SELECT max(first_seq) FROM event_blocks WHERE first_seq <= ?1), 0)
+                ORDER BY first_seq
+                """, operation: op)
             upsertCursor = try db.prepare("""
                 INSERT INTO cursors (consumer, seq) VALUES (?1, ?2)
                 ON CONFLICT (consumer) DO UPDATE SET seq = max(seq, excluded.seq)

@@ -44,6 +44,35 @@ enum SQLiteSchema {
         );
         INSERT INTO store_state (id, last_seq) VALUES (1, 0);
         """,
+        // 2: the events journal in blocks: one row per run of consecutive events of one commit (at most
+        // `SQLiteMessageStore.eventsPerBlock`, one time), instead of one row per event. Writing and pruning a
+        // row per event cost about 11,000 instructions per message (two events each), a fifth of the commit.
+        // Each event keeps its own seq: pruning still goes event by event (a block's acknowledged or expired
+        // head is cut off), and `events` stays readable, as a view of the blocks' lines.
+        """
+        CREATE TABLE event_blocks (
+            first_seq INTEGER PRIMARY KEY,     -- seq of the block's first event
+            last_seq  INTEGER NOT NULL,        -- its events have every seq from first_seq to last_seq, in order
+            time_ms   INTEGER NOT NULL,        -- wall clock of each of its events, ms since 1970
+            lines     TEXT NOT NULL            -- the events' JSON objects (without seq and time), each but the
+                                               -- last followed by a line feed (only the last may contain one)
+        );
+        INSERT INTO event_blocks (first_seq, last_seq, time_ms, lines) SELECT seq, seq, time_ms, line FROM events;
+        DROP TABLE events;
+        CREATE VIEW events (seq, time_ms, line) AS
+        WITH RECURSIVE split (seq, last_seq, time_ms, line, rest) AS (
+            SELECT first_seq, last_seq, time_ms,
+                   CASE WHEN first_seq = last_seq THEN lines ELSE substr(lines, 1, instr(lines, char(10)) - 1) END,
+                   CASE WHEN first_seq = last_seq THEN '' ELSE substr(lines, instr(lines, char(10)) + 1) END
+            FROM event_blocks
+            UNION ALL
+            SELECT seq + 1, last_seq, time_ms,
+                   CASE WHEN seq + 1 = last_seq THEN rest ELSE substr(rest, 1, instr(rest, char(10)) - 1) END,
+                   CASE WHEN seq + 1 = last_seq THEN '' ELSE substr(rest, instr(rest, char(10)) + 1) END
+            FROM split WHERE seq < last_seq
+        )
+        SELECT seq, time_ms, line FROM split;
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }
