@@ -200,8 +200,9 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
         if !batch.isEmpty { actions += dispatcher.submit(batch, now: now) }
         perform(actions)
-        if inPlace({ $0.stopReason != nil })
-            || (inPlace({ $0.outstanding }) < configuration.maxQueued && !eventBacklogHoldsIntake && !intakeMustPauseForBytes()) {
+        let gauges = dispatcher.gauges()
+        if gauges.isStopped
+            || (gauges.outstanding < configuration.maxQueued && !eventBacklogHoldsIntake && !intakeMustPauseForBytes(gauges)) {
             resume()
         } else {
             intakeResume = resume
@@ -553,9 +554,12 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             perform(action)
         }
         if !readingPaused.isEmpty { resumeReadingWhenPaid() }
-        resumeIntakeIfRoom()
-        scheduleWake()
-        reportCounts()
+        // The dispatcher's figures read once for the three follow-ups (`Dispatcher.gauges()`), and again only
+        // when a resumed intake may have submitted meanwhile.
+        var gauges = dispatcher.gauges()
+        if resumeIntakeIfRoom(gauges) { gauges = dispatcher.gauges() }
+        scheduleWake(gauges.nextWakeup)
+        reportCounts(gauges)
     }
 
     private func perform(_ action: consuming DispatcherAction) {
@@ -606,26 +610,35 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     /// Lets a waiting intake read on once the outstanding messages fell below half of `max_queued` (and their
     /// bytes below half of `max_queued_bytes`) and the event backlog does not hold it (`max_event_backlog`).
     func resumeIntakeIfRoom() {
-        if let resume = intakeResume, inPlace({ $0.outstanding }) < max(configuration.maxQueued / 2, 1),
-           !eventBacklogHoldsIntake, intakeMayResumeForBytes() {
+        resumeIntakeIfRoom(dispatcher.gauges())
+    }
+
+    /// `resumeIntakeIfRoom()` on figures just read; returns true when it resumed the intake.
+    @discardableResult
+    func resumeIntakeIfRoom(_ gauges: Dispatcher.Gauges) -> Bool {
+        if let resume = intakeResume, gauges.outstanding < max(configuration.maxQueued / 2, 1),
+           !eventBacklogHoldsIntake, intakeMayResumeForBytes(gauges) {
             intakeResume = nil
             resume()
+            return true
         }
+        return false
     }
 
     /// Reads the dispatcher where it is stored. Reading a computed property of the stored struct directly
     /// copies the whole `Dispatcher` first (every table retained, then released): measured at about 1,000
     /// instructions per read, several reads per message. Pass a closure (`{ $0.outstanding }`), not a key
-    /// path: a key path applied to it copies the dispatcher all the same.
+    /// path: a key path applied to it copies the dispatcher all the same. Even so, a non-mutating member
+    /// called on it copies its bytes (about 800, without retains) to pass them: the per-message follow-ups
+    /// read `Dispatcher.gauges()` instead, a mutating call, which gets the dispatcher by address.
     @inline(__always)
     func inPlace<T>(_ read: (inout Dispatcher) -> T) -> T { read(&dispatcher) }
 
     /// Tells the lifecycle what is outstanding. For a durable store's grace, "in flight" also counts what is
     /// not quiescent (inserts and records not yet committed): the stop waits for those too.
-    private func reportCounts() {
-        let (outstanding, busy) = inPlace { dispatcher in
-            (dispatcher.outstanding, dispatcher.isQuiescent ? 0 : max(dispatcher.inFlight, 1))
-        }
+    private func reportCounts(_ gauges: Dispatcher.Gauges) {
+        let outstanding = gauges.outstanding
+        let busy = gauges.isQuiescent ? 0 : max(gauges.inFlight, 1)
         let inFlight = min(busy, outstanding)
         guard reportedCounts != (outstanding, inFlight) else { return }
         reportedCounts = (outstanding, inFlight)
@@ -678,8 +691,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
     }
 
-    private func scheduleWake() {
-        guard let next = inPlace({ $0.nextWakeup }) else { return }
+    private func scheduleWake(_ nextWakeup: Double?) {
+        guard let next = nextWakeup else { return }
         if let wakeAt, wakeAt <= next { return }
         wakeTimer?.cancel()
         wakeAt = next
