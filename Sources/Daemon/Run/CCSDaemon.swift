@@ -21,44 +21,51 @@ import XMPP
 public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     // @unchecked Sendable: every stored property is touched only on the loop.
     // Internal (not private) where the extensions in CCSDaemon+*.swift need them.
+    //
+    // The state touched on every message is `@exclusivity(unchecked)`: a runtime exclusivity check costs
+    // about 77 instructions per access (`swift_beginAccess`), and the loop made about 14 per message. No
+    // two accesses can overlap: one thread; the dispatcher and the lifecycle are pure (their mutating
+    // calls never call back into the daemon); every other access reads or writes a value and ends before
+    // any call out (a connection, the writer, the outlet, a closure), and the seams report back on a later
+    // turn (`XMPPConnectionDelegate`, `StoreWriter`).
     /// The running configuration (`reload(_:)` replaces it).
-    public internal(set) var configuration: Configuration
+    @exclusivity(unchecked) public internal(set) var configuration: Configuration
     let scheduler: any LoopScheduler
     private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let connectionFactory: any XMPPConnectionFactory
     let store: any MessageStore
-    var writer: StoreWriter!
-    var dispatcher: Dispatcher
-    var lifecycle: DaemonLifecycle
-    var connections: [Int: any XMPPConnection] = [:]
+    @exclusivity(unchecked) var writer: StoreWriter!
+    @exclusivity(unchecked) var dispatcher: Dispatcher
+    @exclusivity(unchecked) var lifecycle: DaemonLifecycle
+    @exclusivity(unchecked) var connections: [Int: any XMPPConnection] = [:]
     /// Connections whose reading is paused because they are owed `max_pending_upstream` ACKs (CCSDaemon+Backpressure).
-    var readingPaused: Set<Int> = []
+    @exclusivity(unchecked) var readingPaused: Set<Int> = []
     let outlet: any EventSink
     let logger: Logger
     let wallClock: @Sendable () -> Int64
     /// The dispatcher's clock: seconds since `origin`.
     private let origin: ContinuousClock.Instant
-    private var wakeTimer: (any ScheduledWork)?
-    private var wakeAt: Double?
+    @exclusivity(unchecked) private var wakeTimer: (any ScheduledWork)?
+    @exclusivity(unchecked) private var wakeAt: Double?
     private var lifecycleTimer: (any ScheduledWork)?
     private var onExit: (@Sendable (Int32) -> Void)?
-    private var intakeResume: (() -> Void)?
+    @exclusivity(unchecked) private var intakeResume: (() -> Void)?
     /// The intake read-ahead bound by bytes, `max_queued_bytes` (Intake/IntakeByteBound.swift).
-    var intakeBytes = IntakeByteBound()
+    @exclusivity(unchecked) var intakeBytes = IntakeByteBound()
     private var intakeStarter: (() -> Void)?
     private var loadedStore: StoreSnapshot?
     /// The store is closing (`closeStore`); the exit waits for it.
     private var storeClosing = false
     private var storeClosed = false
     private var pendingExit: DaemonLifecycle.ExitCode?
-    private var reportedCounts: (outstanding: Int, inFlight: Int) = (-1, -1)
+    @exclusivity(unchecked) private var reportedCounts: (outstanding: Int, inFlight: Int) = (-1, -1)
     /// The buffer `journalText` builds each event's text in.
-    private var eventText: [UInt8] = []
-    private var outletBroken = false
+    @exclusivity(unchecked) private var eventText: [UInt8] = []
+    @exclusivity(unchecked) private var outletBroken = false
     /// The writer reported the store unavailable (or failed inserts) and not yet available again.
-    var storeDown = false
+    @exclusivity(unchecked) var storeDown = false
     /// Records already logged when they were made (invalid intake lines, logged without their value).
-    var loggedRecords: Set<UInt64> = []
+    @exclusivity(unchecked) var loggedRecords: Set<UInt64> = []
     /// The HTTP API's submissions waiting for their commits, and the journal's last seq (CCSDaemon+API.swift).
     let api = DaemonAPIState()
     /// Unreadable CCS messages (nothing to ACK them by): each logged once, redeliveries counted.
