@@ -192,7 +192,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                     acceptedAt: now, acceptedAtUnixMillis: unixMillis, timeToLive: message.effectiveTimeToLive), line))
             case .invalid(let line, let messageID, let error):
                 if !batch.isEmpty {
-                    actions += dispatcher.submit(batch, now: now)
+                    Self.append(dispatcher.submit(batch, now: now), to: &actions)
                     batch.removeAll()
                 }
                 // The event has the precise error (value shortened) for the app; the log line carries no value.
@@ -205,7 +205,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 }
             }
         }
-        if !batch.isEmpty { actions += dispatcher.submit(batch, now: now) }
+        if !batch.isEmpty { Self.append(dispatcher.submit(batch, now: now), to: &actions) }
         perform(actions)
         let gauges = dispatcher.gauges()
         if gauges.isStopped
@@ -213,6 +213,16 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             resume()
         } else {
             intakeResume = resume
+        }
+    }
+
+    /// Appends `more` to `actions`, taking `more` whole when `actions` is empty (the usual case: one call's
+    /// actions), rather than copying each action into a new buffer.
+    static func append(_ more: consuming [DispatcherAction], to actions: inout [DispatcherAction]) {
+        if actions.isEmpty {
+            actions = more
+        } else {
+            actions.append(contentsOf: more)
         }
     }
 
@@ -376,9 +386,9 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 writer.acknowledgeEvents(consumer: Self.eventsFileConsumer, through: last.seq)
                 for observer in journalObservers { observer(last.seq) }
             }
-            var actions: [DispatcherAction] = []
-            if !result.persisted.isEmpty { actions += dispatcher.persisted(result.persisted, now: now()) }
-            if let through = result.recordedThrough { actions += dispatcher.recorded(through: through, now: now()) }
+            // Not `actions += …` into an empty array: that copied every action of a commit into a new buffer.
+            var actions = result.persisted.isEmpty ? [] : dispatcher.persisted(result.persisted, now: now())
+            if let through = result.recordedThrough { Self.append(dispatcher.recorded(through: through, now: now()), to: &actions) }
             perform(actions)
             apiCommitted(result)
             if !result.journaled.isEmpty { checkEventBacklog() }
