@@ -206,7 +206,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             }
         }
         if !batch.isEmpty { Self.append(dispatcher.submit(batch, now: now), to: &actions) }
-        perform(actions)
+        perform(consume actions)  // moved: a copy left here made the action queue copy every action
         let gauges = dispatcher.gauges()
         if gauges.isStopped
             || (gauges.outstanding < configuration.maxQueued && !eventBacklogHoldsIntake && !intakeMustPauseForBytes(gauges)) {
@@ -389,7 +389,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             // Not `actions += …` into an empty array: that copied every action of a commit into a new buffer.
             var actions = result.persisted.isEmpty ? [] : dispatcher.persisted(result.persisted, now: now())
             if let through = result.recordedThrough { Self.append(dispatcher.recorded(through: through, now: now()), to: &actions) }
-            perform(actions)
+            perform(consume actions)
             apiCommitted(result)
             if !result.journaled.isEmpty { checkEventBacklog() }
         case .insertsFailed(let results):
