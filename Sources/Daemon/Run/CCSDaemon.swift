@@ -602,11 +602,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             apiRecord(request, writtenNow: true)
             if loggedRecords.isEmpty || loggedRecords.remove(request.id) == nil { log(request.event) }
         case .record(let request):
-            writer.enqueue(StoreBatch.Record(id: request.id, line: journalText(request.event),
-                                             finalMessageID: request.finalMessageID,
-                                             handedOverMessageID: request.handedOverMessageID))
-            apiRecord(request, writtenNow: false)
-            if loggedRecords.isEmpty || loggedRecords.remove(request.id) == nil { log(request.event) }
+            // Taken apart, not copied: its message_ids move into the store's record.
+            let (id, event, finalMessageID, handedOverMessageID) = request.parts()
+            writer.enqueue(StoreBatch.Record(id: id, line: journalText(event), finalMessageID: finalMessageID,
+                                             handedOverMessageID: handedOverMessageID))
+            // `apiRecord(_:writtenNow: false)` has work only for a rejection.
+            if case .rejected = event { apiRecord(RecordRequest(id: id, event: event), writtenNow: false) }
+            if loggedRecords.isEmpty || loggedRecords.remove(id) == nil { log(event) }
         case .saveProgress(let record):
             writer.enqueueProgress(record)
         case .log(let log):
