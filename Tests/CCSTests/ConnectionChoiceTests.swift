@@ -16,7 +16,7 @@ struct ConnectionChoiceTests {
             case 0:  // a send: less free window (noted after the send, as the dispatcher does)
                 if let value = free[id] {
                     free[id] = value > 1 ? value - 1 : nil
-                    if let now = free[id] { choice.note(id, free: now) }
+                    if let now = free[id] { choice.note(id, free: now) } else { choice.noteCannotSend(id) }
                 }
             case 1, 2:  // an ack, or a connection that became ready: more free window
                 let value = min((free[id] ?? 0) + 1, 100)

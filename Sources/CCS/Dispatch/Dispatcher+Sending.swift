@@ -49,7 +49,10 @@ extension Dispatcher {
     /// `noteConnectionChoice(_:)` where the caller just changed the session in place and has its
     /// `CCSSession.freeIfCanSend` (no lookup, no copy of the session).
     mutating func noteConnectionChoice(_ id: Int, freeIfCanSend: Int?) {
-        guard let free = freeIfCanSend else { return }
+        guard let free = freeIfCanSend else {
+            connectionChoice.noteCannotSend(id)
+            return
+        }
         connectionChoice.note(id, free: free)
     }
 
