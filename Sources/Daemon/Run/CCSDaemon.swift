@@ -37,7 +37,12 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     @exclusivity(unchecked) var writer: StoreWriter!
     @exclusivity(unchecked) var dispatcher: Dispatcher
     @exclusivity(unchecked) var lifecycle: DaemonLifecycle
-    @exclusivity(unchecked) var connections: [Int: any XMPPConnection] = [:]
+    @exclusivity(unchecked) var connections: [Int: any XMPPConnection] = [:] {
+        didSet { lastSendTarget = nil }  // any change: the next send looks its connection up again
+    }
+    /// The connection the last send went to (`sendTarget(_:)`): sends come in runs on one connection, and
+    /// this saves a lookup by id per message. Cleared by every change of `connections`.
+    @exclusivity(unchecked) private var lastSendTarget: (id: Int, connection: any XMPPConnection)?
     /// Connections whose reading is paused because they are owed `max_pending_upstream` ACKs (CCSDaemon+Backpressure).
     @exclusivity(unchecked) var readingPaused: Set<Int> = []
     let outlet: any EventSink
@@ -586,7 +591,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             connections[id] = connection
             connection.start()
         case .send(let id, let record):
-            connections[id]?.send(utf8: record.stanza)
+            sendTarget(id)?.send(utf8: record.stanza)
         case .ack(let id, let to, let messageID):
             // Released by `recorded(through:)`: its event is committed and written to the events sink.
             connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
@@ -624,6 +629,15 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                           "messages_kept": configuration.store == .sqlite ? "\(dispatcher.outstanding)" : "0"])
             perform(lifecycle.authenticationFailed(reason: reason, now: scheduler.now))
         }
+    }
+
+    /// `connections[id]`, through the one-entry cache of the last send's connection.
+    @inline(__always)
+    private func sendTarget(_ id: Int) -> (any XMPPConnection)? {
+        if let last = lastSendTarget, last.id == id { return last.connection }
+        guard let connection = connections[id] else { return nil }
+        lastSendTarget = (id, connection)
+        return connection
     }
 
     /// Lets a waiting intake read on once the outstanding messages fell below half of `max_queued` (and their
