@@ -16,7 +16,7 @@ struct ConnectionChoiceTests {
             case 0:  // a send: less free window (noted after the send, as the dispatcher does)
                 if let value = free[id] {
                     free[id] = value > 1 ? value - 1 : nil
-                    if let now = free[id] { choice.note(id, free: now) }
+                    if let now = free[id] { choice.note(id, free: now) } else { choice.noteCannotSend(id) }
                 }
             case 1, 2:  // an ack, or a connection that became ready: more free window
                 let value = min((free[id] ?? 0) + 1, 100)
@@ -32,6 +32,23 @@ struct ConnectionChoiceTests {
                 choice.rebuild(free.map { .init(free: $0.value, id: $0.key) })
             }
         }
+    }
+
+    /// Sends on the connection at the top change its entry in place (no stale entry left above the next
+    /// answer), and a connection that can take nothing more leaves the top at once.
+    @Test func theTopConnectionIsUpdatedInPlace() {
+        var choice = ConnectionChoice()
+        choice.note(3, free: 2)
+        choice.note(1, free: 100)
+        for free in stride(from: 99, through: 1, by: -1) {
+            choice.note(1, free: free)
+            #expect(choice.heap.count == 2)
+            #expect(choice.best { _ in true } == (free >= 2 ? 1 : 3))  // ties go to the lower id
+        }
+        choice.noteCannotSend(1)  // not at the top: left for lazy deletion
+        #expect(choice.heap.count == 2)
+        choice.noteCannotSend(3)
+        #expect(choice.heap.map(\.id) == [1])
     }
 
     @Test func staleEntriesAreDroppedAndTiesGoToTheLowestID() {

@@ -47,6 +47,13 @@ import Testing
             for (_, session) in dispatcher.sessions {
                 #expect(session.window.inFlight <= 5)
             }
+            // The driver's one read agrees with the separate ones, and the total of ACKs owed with the
+            // counts by connection (the driver's pause check stops at the total).
+            #expect(dispatcher.gauges() == Dispatcher.Gauges(
+                outstanding: dispatcher.outstanding, liveJSONBytes: dispatcher.liveJSONBytes, nextWakeup: dispatcher.nextWakeup,
+                isQuiescent: dispatcher.isQuiescent, inFlight: dispatcher.inFlight, isStopped: dispatcher.stopReason != nil))
+            #expect(dispatcher.acksOwedInAll == dispatcher.acksOwedByConnection.values.reduce(0, +))
+            #expect(dispatcher.acksOwedByConnection.values.allSatisfy { $0 > 0 })
         }
 
         /// The store commits a random prefix of what waits (or all of it).

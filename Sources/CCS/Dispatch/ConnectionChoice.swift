@@ -18,9 +18,24 @@ struct ConnectionChoice: Sendable {
     private(set) var heap: [Entry] = []
 
     /// Notes connection `id` with `free` slots in its window (call after each change that can raise it).
+    /// When `id` is the top entry (the connection just chosen, on one connection nearly always), that entry
+    /// takes the new value in place instead of a new one being added above a stale one: the next choice
+    /// then finds its answer at the top without first dropping the stale entry.
     mutating func note(_ id: Int, free: Int) {
+        if let top = heap.first, top.id == id {
+            heap[0].free = free
+            if free < top.free { siftDown(0) }  // more free keeps it on top
+            return
+        }
         heap.append(Entry(free: free, id: id))
         siftUp(heap.count - 1)
+    }
+
+    /// Connection `id` can take nothing now (its window is full, say): its entry at the top, certainly
+    /// stale, goes at once rather than after a check against its session. Entries further down stay for
+    /// lazy deletion.
+    mutating func noteCannotSend(_ id: Int) {
+        if let top = heap.first, top.id == id { removeTop() }
     }
 
     /// The best entry for which `isCurrent` holds, dropping the stale ones above it; nil when none is left.

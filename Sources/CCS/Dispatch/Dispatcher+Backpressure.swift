@@ -7,4 +7,17 @@ extension Dispatcher {
     public func acksOwed(on id: Int) -> Int {
         acksOwedByConnection[id] ?? 0
     }
+
+    /// Counts one more ACK owed on connection `id` (`acksOwedInAll` follows).
+    mutating func oweAck(on id: Int) {
+        acksOwedByConnection[id, default: 0] += 1
+        acksOwedInAll += 1
+    }
+
+    /// One ACK owed on connection `id` was released (or dropped with its connection).
+    mutating func paidAck(on id: Int) {
+        guard let owed = acksOwedByConnection[id] else { return }
+        acksOwedByConnection[id] = owed > 1 ? owed - 1 : nil
+        acksOwedInAll -= 1
+    }
 }

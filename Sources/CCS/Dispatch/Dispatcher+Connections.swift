@@ -77,13 +77,13 @@ extension Dispatcher {
             unmatched(messageID: messageID, on: id, actions: &actions)
             return false
         }
-        let resolved = sessions.values[index].inFlight(at: position).handle
+        let (resolved, moved, freeIfCanSend) = sessions.values[index].resolve(at: position, now: now)  // in place
         if table.isLive(resolved) { table.setWire(nil, of: resolved) } else { orphansInFlight -= 1 }
-        if let moved = sessions.values[index].resolve(at: position, now: now), table.isLive(moved) {
+        if let moved, table.isLive(moved) {
             table.setWire(LiveTable.Wire(connection: id, position: position), of: moved)
         }
         inFlightCount -= 1
-        noteConnectionChoice(id)
+        noteConnectionChoice(id, freeIfCanSend: freeIfCanSend)
         closeIfRetiredAndIdle(id, actions: &actions)
         return true
     }

@@ -150,9 +150,7 @@ extension Dispatcher {
     }
 
     private mutating func releaseAck(messageID: UpstreamMessageID, connection: Int, to: String, actions: inout [DispatcherAction]) {
-        if let owed = acksOwedByConnection[connection] {
-            acksOwedByConnection[connection] = owed > 1 ? owed - 1 : nil
-        }
+        paidAck(on: connection)
         if sessions[connection] != nil {
             actions.append(.ack(connection: connection, to: to, messageID: messageID))
         } else {
@@ -195,14 +193,14 @@ extension Dispatcher {
             let recordID = record(event, handedOverMessageID: key, actions: &actions)
             handOverPending[key] = recordID
             pendingReleases.append((recordID, .handOver(messageID: messageID, connection: id, to: from)))
-            acksOwedByConnection[id, default: 0] += 1
+            oweAck(on: id)
             return true
         }
         counters.upstreamDuplicates += 1
         if handOverPending[key] != nil {
             // Behind the latest record (at or after the first sighting's), so ids stay in order.
             pendingReleases.append((lastRecordID, .ack(messageID: messageID, connection: id, to: from)))
-            acksOwedByConnection[id, default: 0] += 1
+            oweAck(on: id)
         } else {
             actions.append(.ack(connection: id, to: from, messageID: messageID))
         }

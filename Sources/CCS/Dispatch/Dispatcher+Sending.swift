@@ -3,15 +3,16 @@ extension Dispatcher {
     /// Sends as much as the windows allow: resends first, then new and retried messages.
     mutating func pump(now: Double, actions: inout [DispatcherAction]) {
         guard maySend else { return }
-        while !(resendQueue.isEmpty && readyQueue.isEmpty), let connection = bestConnection() {
+        while !(resendQueue.isEmpty && readyQueue.isEmpty), case let (connection, index)? = bestConnectionIndex() {
             guard let handle = nextSendable(now: now, actions: &actions) else { return }
             table.countSend(of: handle)
             table.setPlace(.inFlight(connection), of: handle)
             let record = table.record(of: handle)!
-            let position = sessions.values[sessions.index(forKey: connection)!].didSend(record.messageID, handle: handle, now: now)  // in place
+            // In place, by the index the choice found (`nextSendable` adds or removes no session).
+            let (position, freeIfCanSend) = sessions.values[index].didSend(record.messageID, handle: handle, now: now)
             table.setWire(LiveTable.Wire(connection: connection, position: position), of: handle)
             inFlightCount += 1
-            noteConnectionChoice(connection)
+            noteConnectionChoice(connection, freeIfCanSend: freeIfCanSend)
             timers.schedule(at: now + configuration.ackTimeout, .ackTimeout(handle, connection: connection))
             counters.sent += 1
             actions.append(.send(connection: connection, record: record))
@@ -21,22 +22,38 @@ extension Dispatcher {
 
     /// The ready, non-draining connection with the most free window; ties go to the lowest id
     /// (`ConnectionChoice`: O(log n) per change, not a scan per message).
-    mutating func bestConnection() -> Int? {
+    mutating func bestConnection() -> Int? { bestConnectionIndex()?.id }
+
+    /// `bestConnection()` with the session's index in `sessions`, for a change in place without a second lookup.
+    mutating func bestConnectionIndex() -> (id: Int, index: Dictionary<Int, CCSSession>.Index)? {
         if connectionChoice.heap.count > 4 * sessions.count + 64 {
             connectionChoice.rebuild(sessions.values.filter(\.canSend).map { .init(free: $0.window.free, id: $0.id) })
         }
+        var found: Dictionary<Int, CCSSession>.Index?
         let best = connectionChoice.best { entry in
-            guard let session = sessions[entry.id] else { return false }
-            return session.canSend && session.window.free == entry.free
+            guard let index = sessions.index(forKey: entry.id), sessions.values[index].freeIfCanSend == entry.free else { return false }
+            found = index
+            return true
         }
         assert(best == scanForBestConnection(), "ConnectionChoice missed a change: \(String(describing: best)) is not the best connection")
-        return best
+        guard let best, let found else { return nil }
+        return (best, found)
     }
 
     /// Connection `id`'s free window may have grown, or it became ready: `bestConnection` must know.
     mutating func noteConnectionChoice(_ id: Int) {
-        guard let session = sessions[id], session.canSend else { return }
-        connectionChoice.note(id, free: session.window.free)
+        guard let session = sessions[id] else { return }
+        noteConnectionChoice(id, freeIfCanSend: session.freeIfCanSend)
+    }
+
+    /// `noteConnectionChoice(_:)` where the caller just changed the session in place and has its
+    /// `CCSSession.freeIfCanSend` (no lookup, no copy of the session).
+    mutating func noteConnectionChoice(_ id: Int, freeIfCanSend: Int?) {
+        guard let free = freeIfCanSend else {
+            connectionChoice.noteCannotSend(id)
+            return
+        }
+        connectionChoice.note(id, free: free)
     }
 
     /// `bestConnection` by a scan of every session: the rule itself, which debug builds check the heap against.

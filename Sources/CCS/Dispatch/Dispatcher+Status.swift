@@ -23,3 +23,30 @@ extension Dispatcher {
         }
     }
 }
+
+extension Dispatcher {
+    /// The figures a driver reads after each call (`gauges()`): intake room, the wake timer, the lifecycle's counts.
+    public struct Gauges: Sendable, Equatable {
+        /// `outstanding`: messages in the live set.
+        public let outstanding: Int
+        /// `liveJSONBytes`: bytes of JSON text in the live set.
+        public let liveJSONBytes: Int
+        /// `nextWakeup`: the earliest time `tick` has work (dispatcher clock, seconds), if any.
+        public let nextWakeup: Double?
+        /// `isQuiescent`: nothing in flight, persisting or unrecorded.
+        public let isQuiescent: Bool
+        /// `inFlight`: downstream messages on the wire and not yet answered.
+        public let inFlight: Int
+        /// `stopReason != nil`: an authentication failure stopped the pool.
+        public let isStopped: Bool
+    }
+
+    /// `outstanding`, `liveJSONBytes`, `nextWakeup`, `isQuiescent`, `inFlight` and whether it stopped, in one
+    /// read. `mutating` only so that a driver keeping the dispatcher in a class passes it by address: calling
+    /// a non-mutating member on a class's stored struct from another module copies the whole dispatcher
+    /// (about 800 bytes) first, measured at about 110 instructions per read, several reads per message.
+    public mutating func gauges() -> Gauges {
+        Gauges(outstanding: outstanding, liveJSONBytes: liveJSONBytes, nextWakeup: nextWakeup, isQuiescent: isQuiescent,
+               inFlight: inFlight, isStopped: stopReason != nil)
+    }
+}

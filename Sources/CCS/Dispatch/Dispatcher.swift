@@ -127,6 +127,9 @@ public struct Dispatcher: Sendable {
     var handOverPending: [String: UInt64] = [:]
     /// ACKs waiting for their record, by connection (`acksOwed(on:)`).
     var acksOwedByConnection: [Int: Int] = [:]
+    /// The sum of `acksOwedByConnection`: no connection is owed more, so a driver that finds this below its
+    /// bound needs no lookup by connection (a stored property: reading it copies nothing).
+    public internal(set) var acksOwedInAll = 0
     /// Messages in `.persisting`.
     public internal(set) var persisting = 0
     /// Handles of messages submitted for persisting, in submit order, stale ones included: the store answers

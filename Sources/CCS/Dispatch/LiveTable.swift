@@ -110,7 +110,7 @@ struct LiveTable: Sendable {
             hashes[Int(slot)] = hash
         }
         index.insert(hash: hash, slot: slot)
-        jsonBytes += record.json.utf8.count
+        jsonBytes += record.jsonUTF8.count
         return Handle(slot: slot, generation: generations[Int(slot)])
     }
 
@@ -123,9 +123,9 @@ struct LiveTable: Sendable {
     /// Changes a live message's record in place. The handle must be current.
     mutating func updateRecord(of handle: Handle, _ change: (inout MessageRecord) -> Void) {
         precondition(generations[Int(handle.slot)] == handle.generation, "stale handle")
-        let before = entries[Int(handle.slot)].record.json.utf8.count
+        let before = entries[Int(handle.slot)].record.jsonUTF8.count
         change(&entries[Int(handle.slot)].record)
-        jsonBytes += entries[Int(handle.slot)].record.json.utf8.count - before
+        jsonBytes += entries[Int(handle.slot)].record.jsonUTF8.count - before
     }
 
     /// Sets where a live message sits on the wire (nil: not in flight any more). The handle must be current.
@@ -167,7 +167,7 @@ struct LiveTable: Sendable {
         // Swapped out, not read in place: reading its fields in the array copied the whole entry, twice.
         var removed = Self.vacant
         swap(&removed, &entries[slot])
-        jsonBytes -= removed.record.json.utf8.count
+        jsonBytes -= removed.record.jsonUTF8.count
         let wire = removed.wire
         generations[slot] &+= 1
         freeSlots.append(handle.slot)

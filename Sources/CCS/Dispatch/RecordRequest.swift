@@ -18,4 +18,9 @@ public struct RecordRequest: Sendable, Equatable {
         self.finalMessageID = finalMessageID
         self.handedOverMessageID = handedOverMessageID
     }
+
+    /// Its fields, moved out rather than copied (a driver hands the message_ids on to its store).
+    public consuming func parts() -> (id: UInt64, event: DispatcherEvent, finalMessageID: String?, handedOverMessageID: String?) {
+        (id, event, finalMessageID, handedOverMessageID)
+    }
 }

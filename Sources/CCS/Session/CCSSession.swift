@@ -50,6 +50,9 @@ public struct CCSSession: Sendable {
 
     public var canSend: Bool { phase == .ready && window.canSend }
 
+    /// The free window while it can take a message, else nil: what `ConnectionChoice` is told after a change.
+    var freeIfCanSend: Int? { canSend ? window.free : nil }
+
     /// When this connection last resolved a message (ack, nack, stanza error), or logged in: seconds.
     public private(set) var lastResolutionAt = 0.0
 
@@ -63,14 +66,15 @@ public struct CCSSession: Sendable {
         readyAt = now
     }
 
-    /// Records a send at `now`; returns the message's position among those in flight. The caller checked
+    /// Records a send at `now`; returns the message's position among those in flight, and `freeIfCanSend`
+    /// after it (the caller mutates the session in place and reads nothing else back). The caller checked
     /// `canSend`.
-    mutating func didSend(_ messageID: String, handle: LiveTable.Handle, now: Double) -> Int32 {
+    mutating func didSend(_ messageID: String, handle: LiveTable.Handle, now: Double) -> (position: Int32, freeIfCanSend: Int?) {
         guard phase == .ready else { preconditionFailure("send in phase \(phase)") }
         assert(!items.contains { $0.messageID == messageID }, "\(messageID) sent twice on connection \(id)")
         window.didSend()
         items.append(InFlight(handle: handle, messageID: messageID, sentAt: now))
-        return Int32(items.count - 1)
+        return (Int32(items.count - 1), freeIfCanSend)
     }
 
     /// The message in flight at `position`.
@@ -87,15 +91,19 @@ public struct CCSSession: Sendable {
     }
 
     /// An ack or nack arrived for the message in flight at `position`: it leaves, and the last one takes its
-    /// position, whose handle is returned (nil when it was the last).
-    mutating func resolve(at position: Int32, now: Double) -> LiveTable.Handle? {
+    /// position. Returns the handle of the one that left, the handle of the one moved into its position (nil
+    /// when it was the last), and `freeIfCanSend` after it, so that the caller, which mutates the session in
+    /// place, reads nothing back.
+    mutating func resolve(at position: Int32, now: Double)
+        -> (resolved: LiveTable.Handle, moved: LiveTable.Handle?, freeIfCanSend: Int?) {
         let index = Int(position)
         let last = items.count - 1
+        let resolved = items[index].handle
         items.swapAt(index, last)
         items.removeLast()
         lastResolutionAt = now
         window.didResolve()
-        return index < last ? items[index].handle : nil
+        return (resolved, index < last ? items[index].handle : nil, freeIfCanSend)
     }
 
     /// Enters draining; returns false when it already was. A connecting session may drain too: the server

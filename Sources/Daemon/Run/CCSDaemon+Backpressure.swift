@@ -7,6 +7,8 @@ import CCS
 extension CCSDaemon {
     /// After a stanza from `connection`: pauses reading it when it is owed `max_pending_upstream` ACKs.
     func pauseReadingIfOwed(_ connection: any XMPPConnection) {
+        // No connection is owed more than all of them together: the usual case ends at this one read.
+        guard dispatcher.acksOwedInAll >= configuration.maxPendingUpstream else { return }
         let id = connection.connectionID
         guard !readingPaused.contains(id), connections[id] === connection,
               dispatcher.acksOwed(on: id) >= configuration.maxPendingUpstream else { return }

@@ -21,44 +21,56 @@ import XMPP
 public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     // @unchecked Sendable: every stored property is touched only on the loop.
     // Internal (not private) where the extensions in CCSDaemon+*.swift need them.
+    //
+    // The state touched on every message is `@exclusivity(unchecked)`: a runtime exclusivity check costs
+    // about 77 instructions per access (`swift_beginAccess`), and the loop made about 14 per message. No
+    // two accesses can overlap: one thread; the dispatcher and the lifecycle are pure (their mutating
+    // calls never call back into the daemon); every other access reads or writes a value and ends before
+    // any call out (a connection, the writer, the outlet, a closure), and the seams report back on a later
+    // turn (`XMPPConnectionDelegate`, `StoreWriter`).
     /// The running configuration (`reload(_:)` replaces it).
-    public internal(set) var configuration: Configuration
+    @exclusivity(unchecked) public internal(set) var configuration: Configuration
     let scheduler: any LoopScheduler
     private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let connectionFactory: any XMPPConnectionFactory
     let store: any MessageStore
-    var writer: StoreWriter!
-    var dispatcher: Dispatcher
-    var lifecycle: DaemonLifecycle
-    var connections: [Int: any XMPPConnection] = [:]
+    @exclusivity(unchecked) var writer: StoreWriter!
+    @exclusivity(unchecked) var dispatcher: Dispatcher
+    @exclusivity(unchecked) var lifecycle: DaemonLifecycle
+    @exclusivity(unchecked) var connections: [Int: any XMPPConnection] = [:] {
+        didSet { lastSendTarget = nil }  // any change: the next send looks its connection up again
+    }
+    /// The connection the last send went to (`sendTarget(_:)`): sends come in runs on one connection, and
+    /// this saves a lookup by id per message. Cleared by every change of `connections`.
+    @exclusivity(unchecked) private var lastSendTarget: (id: Int, connection: any XMPPConnection)?
     /// Connections whose reading is paused because they are owed `max_pending_upstream` ACKs (CCSDaemon+Backpressure).
-    var readingPaused: Set<Int> = []
+    @exclusivity(unchecked) var readingPaused: Set<Int> = []
     let outlet: any EventSink
     let logger: Logger
     let wallClock: @Sendable () -> Int64
     /// The dispatcher's clock: seconds since `origin`.
     private let origin: ContinuousClock.Instant
-    private var wakeTimer: (any ScheduledWork)?
-    private var wakeAt: Double?
+    @exclusivity(unchecked) private var wakeTimer: (any ScheduledWork)?
+    @exclusivity(unchecked) private var wakeAt: Double?
     private var lifecycleTimer: (any ScheduledWork)?
     private var onExit: (@Sendable (Int32) -> Void)?
-    private var intakeResume: (() -> Void)?
+    @exclusivity(unchecked) private var intakeResume: (() -> Void)?
     /// The intake read-ahead bound by bytes, `max_queued_bytes` (Intake/IntakeByteBound.swift).
-    var intakeBytes = IntakeByteBound()
+    @exclusivity(unchecked) var intakeBytes = IntakeByteBound()
     private var intakeStarter: (() -> Void)?
     private var loadedStore: StoreSnapshot?
     /// The store is closing (`closeStore`); the exit waits for it.
     private var storeClosing = false
     private var storeClosed = false
     private var pendingExit: DaemonLifecycle.ExitCode?
-    private var reportedCounts: (outstanding: Int, inFlight: Int) = (-1, -1)
+    @exclusivity(unchecked) private var reportedCounts: (outstanding: Int, inFlight: Int) = (-1, -1)
     /// The buffer `journalText` builds each event's text in.
-    private var eventText: [UInt8] = []
-    private var outletBroken = false
+    @exclusivity(unchecked) private var eventText: [UInt8] = []
+    @exclusivity(unchecked) private var outletBroken = false
     /// The writer reported the store unavailable (or failed inserts) and not yet available again.
-    var storeDown = false
+    @exclusivity(unchecked) var storeDown = false
     /// Records already logged when they were made (invalid intake lines, logged without their value).
-    var loggedRecords: Set<UInt64> = []
+    @exclusivity(unchecked) var loggedRecords: Set<UInt64> = []
     /// The HTTP API's submissions waiting for their commits, and the journal's last seq (CCSDaemon+API.swift).
     let api = DaemonAPIState()
     /// Unreadable CCS messages (nothing to ACK them by): each logged once, redeliveries counted.
@@ -185,7 +197,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                     acceptedAt: now, acceptedAtUnixMillis: unixMillis, timeToLive: message.effectiveTimeToLive), line))
             case .invalid(let line, let messageID, let error):
                 if !batch.isEmpty {
-                    actions += dispatcher.submit(batch, now: now)
+                    Self.append(dispatcher.submit(batch, now: now), to: &actions)
                     batch.removeAll()
                 }
                 // The event has the precise error (value shortened) for the app; the log line carries no value.
@@ -198,13 +210,24 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 }
             }
         }
-        if !batch.isEmpty { actions += dispatcher.submit(batch, now: now) }
-        perform(actions)
-        if inPlace({ $0.stopReason != nil })
-            || (inPlace({ $0.outstanding }) < configuration.maxQueued && !eventBacklogHoldsIntake && !intakeMustPauseForBytes()) {
+        if !batch.isEmpty { Self.append(dispatcher.submit(batch, now: now), to: &actions) }
+        perform(consume actions)  // moved: a copy left here made the action queue copy every action
+        let gauges = dispatcher.gauges()
+        if gauges.isStopped
+            || (gauges.outstanding < configuration.maxQueued && !eventBacklogHoldsIntake && !intakeMustPauseForBytes(gauges)) {
             resume()
         } else {
             intakeResume = resume
+        }
+    }
+
+    /// Appends `more` to `actions`, taking `more` whole when `actions` is empty (the usual case: one call's
+    /// actions), rather than copying each action into a new buffer.
+    static func append(_ more: consuming [DispatcherAction], to actions: inout [DispatcherAction]) {
+        if actions.isEmpty {
+            actions = more
+        } else {
+            actions.append(contentsOf: more)
         }
     }
 
@@ -368,10 +391,10 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 writer.acknowledgeEvents(consumer: Self.eventsFileConsumer, through: last.seq)
                 for observer in journalObservers { observer(last.seq) }
             }
-            var actions: [DispatcherAction] = []
-            if !result.persisted.isEmpty { actions += dispatcher.persisted(result.persisted, now: now()) }
-            if let through = result.recordedThrough { actions += dispatcher.recorded(through: through, now: now()) }
-            perform(actions)
+            // Not `actions += …` into an empty array: that copied every action of a commit into a new buffer.
+            var actions = result.persisted.isEmpty ? [] : dispatcher.persisted(result.persisted, now: now())
+            if let through = result.recordedThrough { Self.append(dispatcher.recorded(through: through, now: now()), to: &actions) }
+            perform(consume actions)
             apiCommitted(result)
             if !result.journaled.isEmpty { checkEventBacklog() }
         case .insertsFailed(let results):
@@ -553,9 +576,12 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             perform(action)
         }
         if !readingPaused.isEmpty { resumeReadingWhenPaid() }
-        resumeIntakeIfRoom()
-        scheduleWake()
-        reportCounts()
+        // The dispatcher's figures read once for the three follow-ups (`Dispatcher.gauges()`), and again only
+        // when a resumed intake may have submitted meanwhile.
+        var gauges = dispatcher.gauges()
+        if resumeIntakeIfRoom(gauges) { gauges = dispatcher.gauges() }
+        scheduleWake(gauges.nextWakeup)
+        reportCounts(gauges)
     }
 
     private func perform(_ action: consuming DispatcherAction) {
@@ -565,7 +591,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             connections[id] = connection
             connection.start()
         case .send(let id, let record):
-            connections[id]?.send(utf8: record.stanza)
+            sendTarget(id)?.send(utf8: record.stanza)
         case .ack(let id, let to, let messageID):
             // Released by `recorded(through:)`: its event is committed and written to the events sink.
             connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
@@ -581,11 +607,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             apiRecord(request, writtenNow: true)
             if loggedRecords.isEmpty || loggedRecords.remove(request.id) == nil { log(request.event) }
         case .record(let request):
-            writer.enqueue(StoreBatch.Record(id: request.id, line: journalText(request.event),
-                                             finalMessageID: request.finalMessageID,
-                                             handedOverMessageID: request.handedOverMessageID))
-            apiRecord(request, writtenNow: false)
-            if loggedRecords.isEmpty || loggedRecords.remove(request.id) == nil { log(request.event) }
+            // Taken apart, not copied: its message_ids move into the store's record.
+            let (id, event, finalMessageID, handedOverMessageID) = request.parts()
+            writer.enqueue(StoreBatch.Record(id: id, line: journalText(event), finalMessageID: finalMessageID,
+                                             handedOverMessageID: handedOverMessageID))
+            // `apiRecord(_:writtenNow: false)` has work only for a rejection.
+            if case .rejected = event { apiRecord(RecordRequest(id: id, event: event), writtenNow: false) }
+            if loggedRecords.isEmpty || loggedRecords.remove(id) == nil { log(event) }
         case .saveProgress(let record):
             writer.enqueueProgress(record)
         case .log(let log):
@@ -603,29 +631,47 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
     }
 
+    /// `connections[id]`, through the one-entry cache of the last send's connection.
+    @inline(__always)
+    private func sendTarget(_ id: Int) -> (any XMPPConnection)? {
+        if let last = lastSendTarget, last.id == id { return last.connection }
+        guard let connection = connections[id] else { return nil }
+        lastSendTarget = (id, connection)
+        return connection
+    }
+
     /// Lets a waiting intake read on once the outstanding messages fell below half of `max_queued` (and their
     /// bytes below half of `max_queued_bytes`) and the event backlog does not hold it (`max_event_backlog`).
     func resumeIntakeIfRoom() {
-        if let resume = intakeResume, inPlace({ $0.outstanding }) < max(configuration.maxQueued / 2, 1),
-           !eventBacklogHoldsIntake, intakeMayResumeForBytes() {
+        resumeIntakeIfRoom(dispatcher.gauges())
+    }
+
+    /// `resumeIntakeIfRoom()` on figures just read; returns true when it resumed the intake.
+    @discardableResult
+    func resumeIntakeIfRoom(_ gauges: Dispatcher.Gauges) -> Bool {
+        if let resume = intakeResume, gauges.outstanding < max(configuration.maxQueued / 2, 1),
+           !eventBacklogHoldsIntake, intakeMayResumeForBytes(gauges) {
             intakeResume = nil
             resume()
+            return true
         }
+        return false
     }
 
     /// Reads the dispatcher where it is stored. Reading a computed property of the stored struct directly
     /// copies the whole `Dispatcher` first (every table retained, then released): measured at about 1,000
     /// instructions per read, several reads per message. Pass a closure (`{ $0.outstanding }`), not a key
-    /// path: a key path applied to it copies the dispatcher all the same.
+    /// path: a key path applied to it copies the dispatcher all the same. Even so, a non-mutating member
+    /// called on it copies its bytes (about 800, without retains) to pass them: the per-message follow-ups
+    /// read `Dispatcher.gauges()` instead, a mutating call, which gets the dispatcher by address.
     @inline(__always)
     func inPlace<T>(_ read: (inout Dispatcher) -> T) -> T { read(&dispatcher) }
 
     /// Tells the lifecycle what is outstanding. For a durable store's grace, "in flight" also counts what is
     /// not quiescent (inserts and records not yet committed): the stop waits for those too.
-    private func reportCounts() {
-        let (outstanding, busy) = inPlace { dispatcher in
-            (dispatcher.outstanding, dispatcher.isQuiescent ? 0 : max(dispatcher.inFlight, 1))
-        }
+    private func reportCounts(_ gauges: Dispatcher.Gauges) {
+        let outstanding = gauges.outstanding
+        let busy = gauges.isQuiescent ? 0 : max(gauges.inFlight, 1)
         let inFlight = min(busy, outstanding)
         guard reportedCounts != (outstanding, inFlight) else { return }
         reportedCounts = (outstanding, inFlight)
@@ -678,8 +724,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         }
     }
 
-    private func scheduleWake() {
-        guard let next = inPlace({ $0.nextWakeup }) else { return }
+    private func scheduleWake(_ nextWakeup: Double?) {
+        guard let next = nextWakeup else { return }
         if let wakeAt, wakeAt <= next { return }
         wakeTimer?.cancel()
         wakeAt = next
