@@ -6,7 +6,7 @@ import XMLStream
 /// Kept small (`ValueLayoutTests`): an ack is copied some twenty times between the stream parser and the
 /// dispatcher, and a value of more than 128 bytes is copied by a call to `memmove` where a smaller one is moved
 /// inline. So the rare large shapes (receipts, upstream messages, stanza errors) are `indirect`, and an ack's or
-/// nack's device-group counts live in a box (`GroupOutcomeBox`).
+/// nack's device-group counts are one reference wide (`GroupOutcome` keeps its fields in a shared box).
 public enum InboundMessage: Sendable, Equatable {
     /// A downstream message was accepted (§3). Device-group acks carry the member counts.
     case ack(Ack)
@@ -30,11 +30,7 @@ public enum InboundMessage: Sendable, Equatable {
         /// The canonical registration token, when CCS says the token has changed.
         public var canonicalRegistrationID: String?
         /// Device-group acks: members reached, members failed, and the tokens that failed, as written.
-        public var group: GroupOutcome? {
-            get { groupBox?.outcome }
-            set { groupBox = newValue.map(GroupOutcomeBox.init) }
-        }
-        private var groupBox: GroupOutcomeBox?
+        public var group: GroupOutcome?
 
         public init(messageID: String, from: String? = nil, canonicalRegistrationID: String? = nil, group: GroupOutcome?) {
             self.messageID = messageID
@@ -57,11 +53,7 @@ public enum InboundMessage: Sendable, Equatable {
         public var error: CCSErrorCode
         public var errorDescription: String?
         /// Device-group nacks (every member failed, or a retryable error), as written.
-        public var group: GroupOutcome? {
-            get { groupBox?.outcome }
-            set { groupBox = newValue.map(GroupOutcomeBox.init) }
-        }
-        private var groupBox: GroupOutcomeBox?
+        public var group: GroupOutcome?
 
         public init(messageID: String, from: String? = nil, error: CCSErrorCode, errorDescription: String? = nil, group: GroupOutcome?) {
             self.messageID = messageID
@@ -181,16 +173,6 @@ public enum InboundMessage: Sendable, Equatable {
             self.echoedMessageType = echoedMessageType
         }
     }
-}
-
-/// An ack's or nack's device-group counts, boxed: most acks have none, and inline they would more than double
-/// the size of every ack (see `InboundMessage`). Immutable; equal when the outcomes are.
-final class GroupOutcomeBox: Sendable, Equatable {
-    let outcome: GroupOutcome
-
-    init(_ outcome: GroupOutcome) { self.outcome = outcome }
-
-    static func == (lhs: GroupOutcomeBox, rhs: GroupOutcomeBox) -> Bool { lhs.outcome == rhs.outcome }
 }
 
 /// Why an inbound stanza could not be read as a CCS message. Never fatal to the connection.
