@@ -18,10 +18,9 @@ public enum DispatcherAction: Sendable, Equatable {
     case persist(MessageRecord, line: Int?)
     /// Journal an event (and, in the same transaction, mark its message final or remember its upstream
     /// message_id); answer with `Dispatcher.recorded(through:now:)` once committed, then write it out.
-    /// `indirect`: the request (its event inline) is by far the largest payload (it made every action 153
-    /// bytes); boxed, the several moves each action makes on its way are short copies instead of `memcpy`
-    /// calls (about 27 fewer per message), for one small allocation per record.
-    indirect case record(RecordRequest)
+    /// Inline, not `indirect`: with the rare events boxed in `DispatcherEvent`, the request keeps every action
+    /// within 128 bytes (`ValueLayoutTests`), which the compiler moves inline rather than by `memcpy`.
+    case record(RecordRequest)
     /// A live message's `attempts`, `sends` or `lastError` changed. Not gating: the store may coalesce these,
     /// and losing one costs only a count after a restart.
     case saveProgress(MessageRecord)
