@@ -69,7 +69,7 @@ final class DaemonRun: Sendable {
                            loop: loop, exitWhenDone: exitWhenDone) { code in box.value.withLock { $0 = code } }
         inputReader = pipe.fileHandleForReading
         let reader = try IntakeReader(path: inputPath ?? "/proc/self/fd/\(inputReader.fileDescriptor)", daemon: daemon,
-                                      fifoEnd: .whenWritersLeave, maxLineBytes: configuration.maxLineBytes)
+                                      fifoEnd: .whenWritersLeave, maxLineBytes: configuration.maxLineBytes, loop: loop)
         let daemon = daemon
         daemon.attachIntake { reader.start() }
         loop.execute { daemon.start() }
