@@ -17,7 +17,7 @@ final class DaemonRun: Sendable {
     let inputWriter: FileHandle
     /// The pipe's read end, kept open until `cleanUp`: the reader thread opens it by its /proc path.
     private let inputReader: FileHandle
-    let loop = EventLoop(label: "e2e.ccsd")
+    let loop = EventLoop(label: "e2e.ccsd", backend: .epoll)
     let daemon: CCSDaemon
     private final class ExitCode: Sendable { let value = Locked<Int32?>(nil) }
     private let exitCode = ExitCode()

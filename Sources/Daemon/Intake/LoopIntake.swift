@@ -3,8 +3,7 @@ import Dispatch
 import Foundation
 import TLS
 
-/// Reads the intake from a nonblocking pipe or FIFO on the event loop (a Dispatch read source on the loop's
-/// queue), for `IntakeReader`: no thread of its own, so a message costs no wake-up of a reader thread and no
+/// Reads the intake from a nonblocking pipe or FIFO on the event loop (`EventLoop.watchReadable`), for `IntakeReader`: no thread of its own, so a message costs no wake-up of a reader thread and no
 /// hand-over to the loop and back (a semaphore per batch).
 ///
 /// The same rules as the reader thread, from the same code: lines through `IntakeLines`, batches of
@@ -27,7 +26,7 @@ final class LoopIntake: @unchecked Sendable {
     private let buffer: UnsafeMutableRawBufferPointer
     private var taken = 0
     private var filled = 0
-    private var source: (any DispatchSourceRead)?
+    private var source: ReadWatch?
     /// Waiting for the daemon to call the last batch's `resume`; the source is suspended meanwhile.
     private var paused = false
     /// Inside `daemon.submit`: a `resume` called now lets reading go on at once.
@@ -56,13 +55,7 @@ final class LoopIntake: @unchecked Sendable {
     /// Starts reading. Call on the loop.
     func start() {
         loop.preconditionInEventLoop()
-        let source = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.dispatchQueue)
-        source.setEventHandler { [self] in pump() }
-        source.setCancelHandler { [fd, ownsDescriptor] in
-            if ownsDescriptor { close(fd) }
-        }
-        self.source = source
-        source.resume()
+        source = loop.watchReadable(fd) { [self] in pump() }
     }
 
     /// Takes what was read, reads once more if all was taken, and hands batches over until the daemon pauses
@@ -125,7 +118,7 @@ final class LoopIntake: @unchecked Sendable {
         submitting = false
         if !resumedWhileSubmitting {
             paused = true
-            source?.suspend()
+            source?.setEnabled(false)
         }
     }
 
@@ -139,14 +132,14 @@ final class LoopIntake: @unchecked Sendable {
         loop.execute { [self] in
             guard paused else { return }
             paused = false
-            source?.resume()
+            source?.setEnabled(true)
             pump()
         }
     }
 
     private func finish(error: String?) {
         finished = true
-        source?.cancel()
+        source?.cancel(closing: ownsDescriptor)
         daemon.inputFinished(error: error)
     }
 }

@@ -56,7 +56,7 @@ public enum CCSDCommand {
             FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
             return DaemonLifecycle.ExitCode.storeFailed.rawValue
         }
-        let loop = EventLoop(label: "ccsd.loop")
+        let loop = EventLoop(label: "ccsd.loop", backend: .epoll)
         let exitCode = ExitBox()
         let daemon = CCSDaemon(configuration: configuration, store: store, outlet: outlet, logger: logger, loop: loop,
                                exitWhenDone: options.exitWhenDone) { code in exitCode.set(code) }
