@@ -13,7 +13,9 @@ import Synchronization
 /// thread through an eventfd only when it sleeps.
 ///
 /// Registrations are level-triggered: a handler that leaves bytes unread is called again on the next turn.
-/// Confined to its thread, except `execute` and `isCurrent`.
+/// The thread runs for the life of the process (it keeps its reactor, and so its loop's work, alive): an epoll
+/// loop is for a process's one long-lived loop (`ccsd run`, the emulator), not for loops made and dropped.
+/// Confined to its thread, except `execute`, `isCurrent` and `lend`.
 final class EpollReactor: @unchecked Sendable {
     // @unchecked Sendable: `shared` is behind `lock`; `thread` is written once before `init` returns;
     // everything else is touched only on the reactor's thread.
