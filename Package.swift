@@ -34,7 +34,9 @@ let package = Package(
         .target(name: "CSystemd", dependencies: ["CDynamicLibrary"]),
 
         // Layers.
-        .target(name: "TLS", dependencies: ["COpenSSL"]),
+        // epoll and eventfd for the event loop's own thread (Glibc's module maps neither).
+        .target(name: "CEpoll"),
+        .target(name: "TLS", dependencies: ["COpenSSL", "CEpoll"]),
         // Throwaway CAs and certificates for the emulator and the tests: development tooling, kept out of the
         // client's TLS module.
         .target(name: "Certificates", dependencies: ["TLS", "COpenSSL"]),

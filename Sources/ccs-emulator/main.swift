@@ -237,7 +237,7 @@ configuration.negotiationFaults = options.negotiationFaults
 
 // One socket per client connection (1,000 for a full ccsd): the soft limit on open files goes up to the hard limit.
 OpenFileLimit.raiseToHardLimit()
-let emulator = CCSEmulator(configuration: configuration, log: { log($0) })
+let emulator = CCSEmulator(configuration: configuration, loop: EventLoop(label: "ccs-emulator", backend: .epoll), log: { log($0) })
 let ports: [Int]
 do {
     ports = try emulator.start()

@@ -17,7 +17,7 @@ final class DaemonRun: Sendable {
     let inputWriter: FileHandle
     /// The pipe's read end, kept open until `cleanUp`: the reader thread opens it by its /proc path.
     private let inputReader: FileHandle
-    let loop = EventLoop(label: "e2e.ccsd")
+    let loop = EventLoop(label: "e2e.ccsd", backend: .epoll)
     let daemon: CCSDaemon
     private final class ExitCode: Sendable { let value = Locked<Int32?>(nil) }
     private let exitCode = ExitCode()
@@ -69,7 +69,7 @@ final class DaemonRun: Sendable {
                            loop: loop, exitWhenDone: exitWhenDone) { code in box.value.withLock { $0 = code } }
         inputReader = pipe.fileHandleForReading
         let reader = try IntakeReader(path: inputPath ?? "/proc/self/fd/\(inputReader.fileDescriptor)", daemon: daemon,
-                                      fifoEnd: .whenWritersLeave, maxLineBytes: configuration.maxLineBytes)
+                                      fifoEnd: .whenWritersLeave, maxLineBytes: configuration.maxLineBytes, loop: loop)
         let daemon = daemon
         daemon.attachIntake { reader.start() }
         loop.execute { daemon.start() }

@@ -2,8 +2,10 @@ import Testing
 import TLS
 
 @Suite struct BackpressureTests {
-    @Test func writingPastTheBoundThrowsAndDrainFollowsWhenThePeerReads() async throws {
-        let loop = EventLoop(label: "test.backpressure")
+    /// On both loop backends (Dispatch sources; the epoll thread's level-triggered writable events).
+    @Test(arguments: [EventLoop.Backend.dispatch, .epoll])
+    func writingPastTheBoundThrowsAndDrainFollowsWhenThePeerReads(backend: EventLoop.Backend) async throws {
+        let loop = EventLoop(label: "test.backpressure", backend: backend)
         let fixtures = try Fixtures.make()
         let server = try ServerHarness(loop: loop, configuration: fixtures.server, recorder: Recorder(pauseReadingWhenReady: true))
         defer { server.stop() }

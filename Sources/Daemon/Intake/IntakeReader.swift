@@ -1,8 +1,15 @@
 import CCS
 import Foundation
+import TLS
 
-/// Reads downstream messages as JSON lines from a file, a FIFO or stdin on its own thread, validates them
-/// there (off the event loop), and hands batches to the daemon in input order.
+/// Reads downstream messages as JSON lines from a file, a FIFO or stdin, validates them, and hands batches to
+/// the daemon in input order.
+///
+/// Where it reads: given the daemon's event loop, a pipe or FIFO (stdin included) is read on the loop
+/// (`LoopIntake`, nonblocking, a Dispatch read source): no thread wakes per batch besides the loop. A
+/// regular file (always "readable", so a read source would spin), a terminal, a socket or anything else, and
+/// every input without a loop, is read on a thread of its own (`ccsd-intake`) that hands each batch to the
+/// loop and waits for it to be taken. Both apply the same line rules (`IntakeLines`) and the same pausing.
 ///
 /// A line that is blank is skipped; a line that is invalid becomes a `rejected` event and the rest flow on.
 /// A message without a message_id gets a unique one. The reader waits while the daemon holds too many
@@ -19,15 +26,21 @@ import Foundation
 ///   each never interleave with other producers' lines (POSIX); longer lines from concurrent producers may,
 ///   and are then rejected as invalid lines.
 public final class IntakeReader: @unchecked Sendable {
-    // @unchecked Sendable: after start() the fields are used only by the reader thread.
+    // @unchecked Sendable: after start() the fields are used only by the reader thread (or, read on the loop,
+    // only by the code that opens a FIFO, before `LoopIntake` takes over).
     private var fd: Int32
-    private let ownsDescriptor: Bool
-    /// A FIFO still to be opened by the reader thread.
+    private var ownsDescriptor: Bool
+    /// A FIFO still to be opened (by the reader thread, or for the loop: see `startOnLoop`).
     private let fifoPath: String?
     private let fifoEnd: FIFOEnd
     private let daemon: CCSDaemon
     private let idPrefix: String
-    private var nextID = 0
+    /// The loop to read on, for a pipe or FIFO; nil: on the reader thread.
+    private let loop: EventLoop?
+    /// Bytes read at once, at most.
+    static let readSize = 64 * 1024
+    /// Items handed to the daemon at once, at most.
+    static let batchSize = 256
     /// Longest accepted line by default, bytes (`max_line_bytes`).
     public static let defaultMaxLineBytes = 64 * 1024
     /// Longest accepted line, bytes; longer lines are rejected (`line_too_long`, naming the limit) without
@@ -50,17 +63,31 @@ public final class IntakeReader: @unchecked Sendable {
     ///   - path: a file or FIFO, or `-` for stdin.
     ///   - fifoEnd: when a FIFO input ends; ignored for other inputs.
     ///   - maxLineBytes: the longest line accepted, bytes (`max_line_bytes`, at least 1).
+    ///   - loop: the daemon's event loop: a pipe or FIFO is then read on it; nil: every input on a thread.
     /// - Throws: `ConfigurationError` for `--input`, naming the path, when it does not exist or cannot be
     ///   opened (a FIFO: when it is not readable or, with `.never`, not writable).
     public init(path: String, daemon: CCSDaemon, fifoEnd: FIFOEnd = .never,
-                maxLineBytes: Int = IntakeReader.defaultMaxLineBytes) throws(ConfigurationError) {
+                maxLineBytes: Int = IntakeReader.defaultMaxLineBytes, loop: EventLoop? = nil) throws(ConfigurationError) {
         precondition(maxLineBytes > 0, "maxLineBytes must be positive, got \(maxLineBytes)")
         self.fifoEnd = fifoEnd
         self.maxLineBytes = maxLineBytes
+        var readsOnLoop = false
         if path == "-" {
             fd = 0
             ownsDescriptor = false
             fifoPath = nil
+            // A pipe or FIFO on stdin is read on the loop through a file description of ccsd's own, opened
+            // nonblocking (`O_NONBLOCK` on stdin's own description would change it for every process sharing
+            // it). If it cannot be reopened, the thread reads stdin as it is.
+            var info = stat()
+            if loop != nil, fstat(0, &info) == 0, info.st_mode & S_IFMT == S_IFIFO {
+                let reopened = open("/proc/self/fd/0", O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+                if reopened >= 0 {
+                    fd = reopened
+                    ownsDescriptor = true
+                    readsOnLoop = true
+                }
+            }
         } else {
             var info = stat()
             guard stat(path, &info) == 0 else { throw Self.openError(path) }
@@ -73,6 +100,7 @@ public final class IntakeReader: @unchecked Sendable {
                 fd = -1
                 ownsDescriptor = true
                 fifoPath = path
+                readsOnLoop = loop != nil
             default:
                 let opened = open(path, O_RDONLY | O_CLOEXEC)
                 guard opened >= 0 else { throw Self.openError(path) }
@@ -82,6 +110,7 @@ public final class IntakeReader: @unchecked Sendable {
             }
         }
         self.daemon = daemon
+        self.loop = readsOnLoop ? loop : nil
         var random = SystemRandomNumberGenerator()
         idPrefix = "ccsd-" + String(random.next() & 0xFFFF_FFFF, radix: 36) + "-"
     }
@@ -92,17 +121,54 @@ public final class IntakeReader: @unchecked Sendable {
         return ConfigurationError(field: "--input", rule: "cannot open \(path)\(how): \(String(cString: strerror(errno)))")
     }
 
-    /// Starts the reader thread. Call after the daemon has started: a FIFO may wait there for producers.
+    /// Starts reading (on the loop or the reader thread). Call after the daemon has started: a FIFO may wait
+    /// for producers (never on the caller's thread).
     public func start() {
+        if let loop {
+            startOnLoop(loop)
+            return
+        }
         let thread = Thread { [self] in run() }
         thread.name = "ccsd-intake"
         thread.start()
     }
 
-    /// Opens the FIFO on the reader thread (read-write for a service, so it never blocks; read-only for a
-    /// batch, waiting for the first producer). Returns why it failed, or nil.
-    private func openFIFO(_ path: String) -> String? {
-        let flags = (fifoEnd == .never ? O_RDWR : O_RDONLY) | O_CLOEXEC
+    /// Hands the input to a `LoopIntake`. A FIFO for a service is opened read-write and nonblocking at once
+    /// (that never waits); one for a batch is opened read-only on a thread that only waits for the first
+    /// producer (the open blocks until then), then made nonblocking (its file description is ccsd's own).
+    private func startOnLoop(_ loop: EventLoop) {
+        guard let fifoPath else { return handOver(to: loop) }
+        if fifoEnd == .never {
+            if let failure = openFIFO(fifoPath, nonblocking: true) {
+                daemon.execute { [daemon] in daemon.inputFinished(error: failure) }
+            } else {
+                handOver(to: loop)
+            }
+            return
+        }
+        let opener = Thread { [self] in
+            if let failure = openFIFO(fifoPath, nonblocking: false) {
+                daemon.execute { [daemon] in daemon.inputFinished(error: failure) }
+                return
+            }
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            handOver(to: loop)
+        }
+        opener.name = "ccsd-intake"
+        opener.start()
+    }
+
+    /// Starts a `LoopIntake` on the open input, in a turn of the loop.
+    private func handOver(to loop: EventLoop) {
+        let intake = LoopIntake(fd: fd, ownsDescriptor: ownsDescriptor, daemon: daemon, loop: loop,
+                                lines: IntakeLines(maxLineBytes: maxLineBytes, idPrefix: idPrefix))
+        loop.execute { intake.start() }
+    }
+
+    /// Opens the FIFO (read-write for a service, so it never blocks; read-only for a batch, waiting for the
+    /// first producer unless `nonblocking`). Returns why it failed, or nil.
+    private func openFIFO(_ path: String, nonblocking: Bool = false) -> String? {
+        let flags = (fifoEnd == .never ? O_RDWR : O_RDONLY) | O_CLOEXEC | (nonblocking ? O_NONBLOCK : 0)
         while true {
             let opened = open(path, flags)
             if opened >= 0 {
@@ -114,10 +180,8 @@ public final class IntakeReader: @unchecked Sendable {
     }
 
     private func run() {
-        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
-        var line: [UInt8] = []
-        var oversized = false
-        var lineNumber = 0
+        var buffer = [UInt8](repeating: 0, count: Self.readSize)
+        var lines = IntakeLines(maxLineBytes: maxLineBytes, idPrefix: idPrefix)
         var batch: [CCSDaemon.IntakeItem] = []
         let gate = DispatchSemaphore(value: 0)
 
@@ -127,22 +191,6 @@ public final class IntakeReader: @unchecked Sendable {
             batch.removeAll(keepingCapacity: true)
             daemon.execute { [daemon] in daemon.submit(items) { gate.signal() } }
             gate.wait()
-        }
-
-        func finishLine() {
-            lineNumber += 1
-            defer {
-                line.removeAll(keepingCapacity: true)
-                oversized = false
-            }
-            if oversized {
-                batch.append(.invalid(line: lineNumber, messageID: nil, error: ValidationError(
-                    code: .lineTooLong, field: "", rule: "the line is longer than \(maxLineBytes) bytes (max_line_bytes)")))
-                return
-            }
-            if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0D }) { return }
-            batch.append(item(for: line, lineNumber: lineNumber))
-            if batch.count >= 256 { flushBatch() }
         }
 
         var readError: String?
@@ -159,42 +207,17 @@ public final class IntakeReader: @unchecked Sendable {
             }
             if count == 0 { break }
             var start = 0
-            while let index = newline(in: buffer, from: start, to: count) {
-                append(buffer[start..<index])
-                finishLine()
-                start = index + 1
+            while start < count {
+                start += buffer.withUnsafeBytes {
+                    lines.take(from: UnsafeRawBufferPointer(rebasing: $0[start..<count]), into: &batch, limit: Self.batchSize)
+                }
+                if batch.count >= Self.batchSize { flushBatch() }
             }
-            append(buffer[start..<count])
             flushBatch()
         }
-        if !line.isEmpty || oversized { finishLine() }
+        lines.finish(into: &batch)
         flushBatch()
         if ownsDescriptor { close(fd) }
         daemon.execute { [daemon, readError] in daemon.inputFinished(error: readError) }
-
-        func append(_ bytes: ArraySlice<UInt8>) {
-            guard !oversized else { return }
-            if line.count + bytes.count > maxLineBytes {
-                oversized = true
-                line.removeAll()
-            } else {
-                line.append(contentsOf: bytes)
-            }
-        }
-    }
-
-    /// The index of the first LF in `buffer[start..<end]` (found by `memchr`), or nil.
-    private func newline(in buffer: [UInt8], from start: Int, to end: Int) -> Int? {
-        guard start < end else { return nil }
-        return buffer.withUnsafeBytes { bytes in
-            memchr(bytes.baseAddress! + start, 0x0A, end - start).map { $0 - UnsafeMutableRawPointer(mutating: bytes.baseAddress!) }
-        }
-    }
-
-    private func item(for line: [UInt8], lineNumber: Int) -> CCSDaemon.IntakeItem {
-        let item = CCSDaemon.IntakeItem.parsing(line, line: lineNumber, now: Date())
-        guard case .message(let message, let line) = item, message.messageID == nil else { return item }
-        nextID += 1
-        return .message(message.withMessageID(idPrefix + String(nextID)), line: line)
     }
 }

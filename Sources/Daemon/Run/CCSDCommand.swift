@@ -56,7 +56,7 @@ public enum CCSDCommand {
             FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
             return DaemonLifecycle.ExitCode.storeFailed.rawValue
         }
-        let loop = EventLoop(label: "ccsd.loop")
+        let loop = EventLoop(label: "ccsd.loop", backend: .epoll)
         let exitCode = ExitBox()
         let daemon = CCSDaemon(configuration: configuration, store: store, outlet: outlet, logger: logger, loop: loop,
                                exitWhenDone: options.exitWhenDone) { code in exitCode.set(code) }
@@ -83,12 +83,12 @@ public enum CCSDCommand {
         }
         hangup.resume()
         signalSources.append(hangup)
-        // A FIFO is only checked here; the reader thread opens it once the intake starts (see IntakeReader).
+        // A FIFO is only checked here; it is opened once the intake starts (see IntakeReader).
         let reader: IntakeReader
         do {
             reader = try IntakeReader(path: options.input, daemon: daemon,
                                       fifoEnd: options.exitWhenDone ? .whenWritersLeave : .never,
-                                      maxLineBytes: configuration.maxLineBytes)
+                                      maxLineBytes: configuration.maxLineBytes, loop: loop)
         } catch {
             FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
             store.close()

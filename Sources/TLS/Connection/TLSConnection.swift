@@ -296,7 +296,7 @@ public final class TLSConnection {
             let error = errno
             if rc == 0 || error == EINPROGRESS {
                 connectingTo = address
-                install(SocketHandle(fd: fd, queue: eventLoop.queue))
+                install(SocketHandle(fd: fd, loop: eventLoop))
                 if rc == 0 { tcpConnected() } else { socket!.setWriteEnabled(true) }
                 return
             }
@@ -350,7 +350,7 @@ public final class TLSConnection {
         self.context = context
         self.state = .accepted
         SocketOptions.setInt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, 1)
-        self.socket = SocketHandle(fd: fd, queue: loop.queue)
+        self.socket = SocketHandle(fd: fd, loop: loop)
     }
 
     func startServerHandshake() {

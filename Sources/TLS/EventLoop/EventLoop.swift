@@ -1,7 +1,11 @@
 import Dispatch
 
-/// One event loop for all network I/O: a single serial `DispatchQueue` on which every socket's
-/// Dispatch read/write sources, timers and delegate callbacks run. No thread per connection.
+/// One event loop for all network I/O: every socket's readiness handlers, timers and delegate callbacks run
+/// on it, one at a time. No thread per connection.
+///
+/// Two backends (`Backend`): a serial `DispatchQueue` with Dispatch sources (the default), or a thread of
+/// the loop's own waiting in `epoll_wait` (`EpollReactor`), which wakes one thread per readiness event
+/// instead of three.
 ///
 /// Objects that belong to a loop (`TLSConnection`, `TLSServer`, `TimerHandle`) are confined to it:
 /// call them only from work running on the loop (`execute`, `submit`, `submitAndWait`, delegate callbacks).
@@ -10,6 +14,16 @@ public final class EventLoop: @unchecked Sendable {
     let queue: DispatchQueue
     private let key = DispatchSpecificKey<UInt>()
     private let token: UInt
+    /// The loop's own thread, for `Backend.epoll`; nil: the Dispatch queue.
+    let reactor: EpollReactor?
+
+    /// How a loop waits for readiness and runs its work.
+    public enum Backend: Sendable {
+        /// A serial Dispatch queue; sockets and timers are Dispatch sources on it (`dispatchQueue` works).
+        case dispatch
+        /// A thread of the loop's own in `epoll_wait` (`EpollReactor`); `dispatchQueue` must not be used.
+        case epoll
+    }
 
     /// Scratch space for one socket read (ciphertext), shared by all connections on this loop: 64 KiB.
     let readScratch: UnsafeMutableRawBufferPointer
@@ -18,9 +32,10 @@ public final class EventLoop: @unchecked Sendable {
     /// Bytes read from a socket per readiness event, at most (fairness between connections).
     static let readChunkSize = 64 * 1024
 
-    /// Creates a loop on a new serial queue named `label`.
-    public init(label: String = "ccsd.loop") {
+    /// Creates a loop named `label`: on a new serial queue, or on a thread of its own (`backend: .epoll`).
+    public init(label: String = "ccsd.loop", backend: Backend = .dispatch) {
         queue = DispatchQueue(label: label)
+        reactor = backend == .epoll ? EpollReactor(label: label) : nil
         readScratch = .allocate(byteCount: Self.readChunkSize, alignment: 16)
         plaintextScratch = .allocate(byteCount: Self.readChunkSize, alignment: 16)
         token = UInt(bitPattern: ObjectIdentifier(queue).hashValue)
@@ -34,12 +49,14 @@ public final class EventLoop: @unchecked Sendable {
 
     /// Runs `work` on the loop, later, from any thread.
     public func execute(_ work: @escaping @Sendable () -> Void) {
+        if let reactor { return reactor.execute(work) }
         queue.async(execute: work)
     }
 
     /// Whether the caller is running on this loop.
     public var inEventLoop: Bool {
-        DispatchQueue.getSpecific(key: key) == token
+        if let reactor { return reactor.isCurrent }
+        return DispatchQueue.getSpecific(key: key) == token
     }
 
     /// Traps unless the caller runs on this loop.
@@ -55,6 +72,15 @@ public final class EventLoop: @unchecked Sendable {
         let handle = TimerHandle(work: work)
         let bound = UncheckedSendable(handle)
         let nanoseconds = Int(max(0, seconds) * 1_000_000_000)
+        if let reactor {
+            // Due at once: a later turn, without a timer.
+            if nanoseconds == 0 {
+                reactor.execute { bound.value.fire() }
+            } else {
+                reactor.schedule(at: EpollReactor.monotonicNanoseconds() + UInt64(nanoseconds)) { bound.value.fire() }
+            }
+            return handle
+        }
         queue.asyncAfter(deadline: .now() + .nanoseconds(nanoseconds)) {
             bound.value.fire()
         }
@@ -65,13 +91,14 @@ public final class EventLoop: @unchecked Sendable {
     /// Never call it from the loop itself (it would deadlock; it traps instead).
     public func submitAndWait<T>(_ work: () throws -> T) rethrows -> T {
         precondition(!inEventLoop, "submitAndWait called on its own event loop \(queue.label)")
-        return try queue.sync(execute: work)
+        guard let reactor else { return try queue.sync(execute: work) }
+        return try reactor.lend(work)
     }
 
     /// Async bridge: runs `work` on the loop and resumes the caller with its result or error.
     public func submit<T: Sendable>(_ work: @escaping @Sendable () throws -> T) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async {
+            execute {
                 do { continuation.resume(returning: try work()) } catch { continuation.resume(throwing: error) }
             }
         }

@@ -50,7 +50,7 @@ public final class TLSServer {
         self.eventLoop = loop
         self.context = context
         self.configuration = configuration
-        self.listener = SocketHandle(fd: fd, queue: loop.queue)
+        self.listener = SocketHandle(fd: fd, loop: loop)
         self.onAccept = onAccept
         listener.setHandlers(onReadable: { [weak self] in self?.acceptReady() }, onWritable: {})
         listener.setReadEnabled(true)

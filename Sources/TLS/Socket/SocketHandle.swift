@@ -1,27 +1,38 @@
 import Dispatch
 import Glibc
 
-/// A non-blocking socket with a Dispatch read source and write source on the loop's queue.
+/// A non-blocking socket watched by the loop for reading and writing: Dispatch read and write sources on
+/// the loop's queue, or a watch of the loop's own epoll thread (`EventLoop.Backend.epoll`).
 ///
-/// Sources start disabled; enable them as needed. `close()` cancels both and closes the descriptor only
-/// after both cancel handlers ran (libdispatch requires that), so a reused descriptor number never
-/// meets a stale source. Confined to the loop.
+/// Both start disabled; enable them as needed. With Dispatch, `close()` cancels both sources and closes the
+/// descriptor only after both cancel handlers ran (libdispatch requires that), so a reused descriptor
+/// number never meets a stale source; with epoll it stops watching, then closes. Confined to the loop.
 final class SocketHandle {
     let fd: Int32
-    private let readSource: DispatchSourceRead
-    private let writeSource: DispatchSourceWrite
+    private let readSource: DispatchSourceRead?
+    private let writeSource: DispatchSourceWrite?
+    private let watch: EpollReactor.Watch?
     private(set) var readEnabled = false
     private(set) var writeEnabled = false
     private(set) var isClosed = false
 
     /// `fd` must be non-blocking; this handle owns it from now on.
-    init(fd: Int32, queue: DispatchQueue) {
+    init(fd: Int32, loop: EventLoop) {
         self.fd = fd
-        readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: queue)
-        writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: queue)
+        if let reactor = loop.reactor {
+            watch = reactor.watch(fd)
+            readSource = nil
+            writeSource = nil
+            return
+        }
+        watch = nil
+        let readSource = DispatchSource.makeReadSource(fileDescriptor: fd, queue: loop.queue)
+        let writeSource = DispatchSource.makeWriteSource(fileDescriptor: fd, queue: loop.queue)
         let pending = CancelCounter(count: 2, fd: fd)
         readSource.setCancelHandler { pending.done() }
         writeSource.setCancelHandler { pending.done() }
+        self.readSource = readSource
+        self.writeSource = writeSource
     }
 
     deinit {
@@ -31,27 +42,42 @@ final class SocketHandle {
 
     /// Sets what runs when the socket is readable / writable (on the loop).
     func setHandlers(onReadable: @escaping () -> Void, onWritable: @escaping () -> Void) {
+        if let watch {
+            watch.onReadable = onReadable
+            watch.onWritable = onWritable
+            return
+        }
         let readable = UncheckedSendable(onReadable), writable = UncheckedSendable(onWritable)
-        readSource.setEventHandler { readable.value() }
-        writeSource.setEventHandler { writable.value() }
+        readSource?.setEventHandler { readable.value() }
+        writeSource?.setEventHandler { writable.value() }
     }
 
     func setReadEnabled(_ enabled: Bool) {
         guard !isClosed, enabled != readEnabled else { return }
         readEnabled = enabled
-        if enabled { readSource.resume() } else { readSource.suspend() }
+        if let watch { return watch.setReading(enabled) }
+        if enabled { readSource?.resume() } else { readSource?.suspend() }
     }
 
     func setWriteEnabled(_ enabled: Bool) {
         guard !isClosed, enabled != writeEnabled else { return }
         writeEnabled = enabled
-        if enabled { writeSource.resume() } else { writeSource.suspend() }
+        if let watch { return watch.setWriting(enabled) }
+        if enabled { writeSource?.resume() } else { writeSource?.suspend() }
     }
 
-    /// Stops both sources and closes the descriptor (once both are cancelled). Idempotent.
+    /// Stops watching and closes the descriptor (with Dispatch: once both sources are cancelled). Idempotent.
     func close() {
         guard !isClosed else { return }
         isClosed = true
+        if let watch {
+            watch.remove()
+            readEnabled = false
+            writeEnabled = false
+            _ = Glibc.close(fd)
+            return
+        }
+        guard let readSource, let writeSource else { return }
         readSource.setEventHandler(handler: nil)
         writeSource.setEventHandler(handler: nil)
         readSource.cancel()
