@@ -8,11 +8,13 @@ import CorpusFixtures
 /// ccsd end to end against the emulator over real TLS on loopback.
 @Suite(.serialized) struct EndToEndTests {
     @Test func drainFailoverUnderLoadLosesNothing() async throws {
-        // Acks take 1 s and the drain grace is 30 ms, so messages are still in flight when the server closes
+        // Acks take 3 s and the drain grace is 30 ms, so messages are still in flight when the server closes
         // the draining stream: they must be resent elsewhere with the same message_id. The drain goes to a
         // connection seen with messages in flight; the load goes on in batches of 200 until it could be
-        // drained, so a loaded machine that runs this task late still drains mid-load.
-        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 1000; $0.drainGraceMilliseconds = 30 },
+        // drained, so a loaded machine that runs this task late still drains mid-load. (With acks after 1 s,
+        // a loaded machine once let the acks of the connection seen busy arrive before its drain: nothing was
+        // left to resend, and ccsd, done, exited before the replacement connected.)
+        let run = try DaemonRun(emulator: { $0.ackLatencyMilliseconds = 3000; $0.drainGraceMilliseconds = 30 },
                                 daemon: { $0.connections = 2 })
         defer { run.stop(); run.cleanUp() }
         var ids: [String] = []
