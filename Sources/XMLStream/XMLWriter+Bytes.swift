@@ -28,6 +28,40 @@ extension XMLWriter {
     /// Escapes valid UTF-8 `bytes` (a `String`'s) into `out`, copying the runs between escapes whole.
     static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, inAttribute: Bool, to out: inout [UInt8]) {
         out.reserveCapacity(out.count + bytes.count + 16)
+        walkEscaped(bytes, inAttribute: inAttribute,
+                    run: { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[$0])) },
+                    replace: { $0.withUTF8Buffer { out.append(contentsOf: $0) } })
+    }
+
+    /// Writes the bytes `appendEscapedText(utf8:to:)` (`inAttribute` false) or the attribute escape (true)
+    /// appends into the start of `out`, and returns how many; nil if they do not fit (what was written then is
+    /// to be thrown away). For a buffer allocated once with room to spare, with no `Array` growth per piece
+    /// (a downstream stanza has three pieces per markup character in its JSON).
+    public static func writeEscaped(utf8 bytes: UnsafeBufferPointer<UInt8>, inAttribute: Bool,
+                                    to out: UnsafeMutableBufferPointer<UInt8>) -> Int? {
+        var written = 0
+        var fits = true
+        walkEscaped(bytes, inAttribute: inAttribute,
+                    run: { range in
+                        guard fits, range.count <= out.count - written else { fits = false; return }
+                        (out.baseAddress! + written).initialize(from: bytes.baseAddress! + range.lowerBound, count: range.count)
+                        written += range.count
+                    },
+                    replace: { replacement in
+                        let count = replacement.utf8CodeUnitCount
+                        guard fits, count <= out.count - written else { fits = false; return }
+                        (out.baseAddress! + written).initialize(from: replacement.utf8Start, count: count)
+                        written += count
+                    })
+        return fits ? written : nil
+    }
+
+    /// The escaping rule, walked once over valid UTF-8 `bytes`: `run` gets each range copied as it is and
+    /// `replace` each replacement, in order. Every escape into bytes (appended or written in place) is this one
+    /// walk, so they cannot disagree.
+    @inline(__always)
+    private static func walkEscaped(_ bytes: UnsafeBufferPointer<UInt8>, inAttribute: Bool,
+                                    run: (Range<Int>) -> Void, replace: (StaticString) -> Void) {
         let special = inAttribute ? attributeSpecials : textSpecials
         let end = bytes.count
         var runStart = 0
@@ -78,12 +112,12 @@ extension XMLWriter {
                 index = next
                 continue
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
-            replacement.withUTF8Buffer { out.append(contentsOf: $0) }
+            if runStart < index { run(runStart..<index) }
+            replace(replacement)
             index = next
             runStart = next
         }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<end]))
+        if runStart < end { run(runStart..<end) }
     }
 
     /// Whether any of the eight bytes of `word` is one `appendEscaped` looks at (a C0 control, `&`, `<`, `>`,

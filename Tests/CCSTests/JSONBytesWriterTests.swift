@@ -49,7 +49,13 @@ import XMLStream
 
     @Test func aRecordsStanzaBytesAreTheStanzaText() {
         for (messageID, json) in [("m-1", #"{"to":"tok","message_id":"m-1","data":{"a":"<&>\"'"}}"#),
-                                  ("q\"<&>'\t\n\r", "{\"to\":\"t\u{FFFF}\",\"x\":\"\u{1}\r\"}")] {
+                                  ("q\"<&>'\t\n\r", "{\"to\":\"t\u{FFFF}\",\"x\":\"\u{1}\r\"}"),
+                                  ("plain", #"{"to":"tok"}"#), ("\u{FFFE}", "\u{FFFE}\u{FFFF}<\u{EFBF}"), ("é😀", ""),
+                                  (String(repeating: "<&", count: 50), String(repeating: "\u{1}>é", count: 300)),
+                                  // Escapes that need exactly the room a stanza is written with in place, and one byte more.
+                                  ("m", "{" + String(repeating: "&", count: 8) + "}"), ("m", "{" + String(repeating: "&", count: 8) + "<}"),
+                                  (String(repeating: "&", count: 8), "{}"), (String(repeating: "&", count: 7), "{<}"),
+                                  (String(repeating: "'", count: 7), "{\u{FFFF}}")] {
             let record = MessageRecord(messageID: messageID, json: json, to: "tok", rateKey: "tok", acceptedAt: 0,
                                        acceptedAtUnixMillis: 0, timeToLive: 60)
             // The stanza as the String escapes write it.

@@ -59,4 +59,32 @@ struct XMLWriterBytesTests {
             #expect(text == expected)
         }
     }
+
+    /// Writing in place (`writeEscaped`, what a downstream stanza is built with) writes what appending writes,
+    /// byte for byte, in both escapes, when the buffer has exactly the room; with one byte less it says so (nil).
+    @Test func writeInPlaceMatchesAppend() {
+        for sample in Self.samples + [String(repeating: "\u{FFFF}<", count: 40), "ends in EF BF\u{EFBF}", "a\u{EFBF}"] {
+            for inAttribute in [false, true] {
+                var appended: [UInt8] = []
+                if inAttribute { XMLWriter.appendEscapedAttribute(sample, to: &appended) } else { XMLWriter.appendEscapedText(sample, to: &appended) }
+                var copy = sample
+                let (written, short) = copy.withUTF8 { bytes in
+                    var short: Int?? = .none
+                    let written = [UInt8](unsafeUninitializedCapacity: appended.count + 1) { buffer, initialized in
+                        initialized = XMLWriter.writeEscaped(utf8: bytes, inAttribute: inAttribute,
+                                                             to: UnsafeMutableBufferPointer(rebasing: buffer[0..<appended.count])) ?? 0
+                        if !appended.isEmpty {
+                            short = .some(XMLWriter.writeEscaped(utf8: bytes, inAttribute: inAttribute,
+                                                                 to: UnsafeMutableBufferPointer(rebasing: buffer[0..<appended.count - 1])))
+                        }
+                    }
+                    return (written, short)
+                }
+                let what = "\(sample.unicodeScalars.map { $0.value }), attribute \(inAttribute)"
+                #expect(written == appended, "write of \(what)")
+                #expect(String(decoding: written, as: UTF8.self) == Self.reference(sample, inAttribute: inAttribute))
+                if !appended.isEmpty { #expect(short == .some(nil), "a buffer one byte short for \(what)") }
+            }
+        }
+    }
 }

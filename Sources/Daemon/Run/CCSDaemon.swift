@@ -753,23 +753,29 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
 
     /// What `connection(_:didReceive:)` and `connection(_:didReceivePayload:)` do with a parsed stanza.
     func received(_ parsed: Result<InboundMessage?, InboundParseError>, on connection: any XMPPConnection) {
-        let message: InboundMessage?
         switch parsed {
-        case .success(let parsed):
-            message = parsed
+        case .success(let message):
+            if let message { received(message, on: connection) }
         case .failure(let error):
-            // Nothing to ACK it by (no message_id, or an upstream without from): CCS may redeliver it, so log
-            // each one once (by message_id, or by payload digest) and count the rest.
-            if unreadable.record(error) {
-                logger.warning("unreadable CCS message ignored; its redeliveries are counted, not logged",
-                               ["connection": "\(connection.connectionID)", "message_id": error.messageID ?? "",
-                                "error": error.description, "unreadable_total": "\(unreadable.total)"])
-            }
-            return
+            receivedUnreadable(error, on: connection)
         }
-        guard let message else { return }
+    }
+
+    /// A CCS message read from connection `connection`, for the dispatcher.
+    func received(_ message: InboundMessage, on connection: any XMPPConnection) {
         perform(dispatcher.received(message, on: connection.connectionID, now: now()))
         pauseReadingIfOwed(connection)
+    }
+
+    /// A CCS message that could not be read.
+    func receivedUnreadable(_ error: InboundParseError, on connection: any XMPPConnection) {
+        // Nothing to ACK it by (no message_id, or an upstream without from): CCS may redeliver it, so log
+        // each one once (by message_id, or by payload digest) and count the rest.
+        if unreadable.record(error) {
+            logger.warning("unreadable CCS message ignored; its redeliveries are counted, not logged",
+                           ["connection": "\(connection.connectionID)", "message_id": error.messageID ?? "",
+                            "error": error.description, "unreadable_total": "\(unreadable.total)"])
+        }
     }
 
     public func connection(_ connection: any XMPPConnection, noticed error: XMPPError) {
