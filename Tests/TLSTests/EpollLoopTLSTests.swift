@@ -27,23 +27,6 @@ import Glibc
         #expect(client.log.snapshot.filter(\.isClose).count == 1)
     }
 
-    /// A connect to a closed port fails as on the Dispatch backend (the socket's error event).
-    @Test func connectionRefusedIsConnectFailedOnAnEpollLoop() async throws {
-        let loop = EventLoop(label: "test.epoll-refused", backend: .epoll)
-        let fixtures = try Fixtures.make()
-        let port: Int
-        do {  // a port that was just free: bind, then close
-            let listener = try SilentListener()
-            port = listener.port
-        }
-        let client = Recorder()
-        _ = try await connectClient(loop, host: "127.0.0.1", port: port, configuration: fixtures.client(), recorder: client)
-        let error = try await client.log.closeError()
-        #expect(error?.kind == .connectFailed)
-        #expect(error?.reason.contains("Connection refused") == true)
-        #expect(!client.log.snapshot.contains(.ready))
-    }
-
     /// A handshake that never completes ends by the loop's timer.
     @Test func handshakeTimesOutOnAnEpollLoop() async throws {
         let loop = EventLoop(label: "test.epoll-hs-timeout", backend: .epoll)

@@ -89,8 +89,10 @@ import Glibc
         #expect(error?.reason.contains("close_notify") == true)
     }
 
-    @Test func connectionRefusedIsConnectFailedNamingTheHost() async throws {
-        let loop = EventLoop(label: "test.refused")
+    /// On both backends: a Dispatch queue's sources and the epoll thread each report the socket's error event.
+    @Test(arguments: [EventLoop.Backend.dispatch, .epoll])
+    func connectionRefusedIsConnectFailedNamingTheHost(backend: EventLoop.Backend) async throws {
+        let loop = EventLoop(label: "test.refused", backend: backend)
         let fixtures = try Fixtures.make()
         let port: Int
         do {  // a port that was just free: bind, then close
