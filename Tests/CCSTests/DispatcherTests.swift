@@ -747,6 +747,13 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         h.confirmRecords()
         #expect(h.dispatcher.isQuiescent)
         #expect(h.dispatcher.pending == 1)
+        // A line submitted while stopping is rejected; its record releases nothing, so waiting for its commit
+        // would let a producer that keeps writing hold the stop for the whole grace.
+        h.holdRecords = true
+        h.accept("late")
+        #expect(h.dispatcher.unrecorded == 1)
+        #expect(h.dispatcher.isQuiescent, "a rejection's unconfirmed record held the stop")
+        h.confirmRecords()
         h.apply(h.dispatcher.shutdown())
         #expect(h.closes == [1])
         #expect(!h.events.contains { if case .nacked = $0 { true } else { false } })

@@ -33,7 +33,7 @@ extension Dispatcher {
         public let liveJSONBytes: Int
         /// `nextWakeup`: the earliest time `tick` has work (dispatcher clock, seconds), if any.
         public let nextWakeup: Double?
-        /// `isQuiescent`: nothing in flight, persisting or unrecorded.
+        /// `isQuiescent`: nothing in flight or persisting, and no unconfirmed record that releases something.
         public let isQuiescent: Bool
         /// `inFlight`: downstream messages on the wire and not yet answered.
         public let inFlight: Int

@@ -178,10 +178,14 @@ public struct Dispatcher: Sendable {
     /// Record requests not yet confirmed by `recorded(through:)`.
     public var unrecorded: Int { Int(lastRecordID - lastRecordedID) }
 
-    /// True when nothing waits on the wire or on the store: no message in flight, none persisting, no
-    /// record unconfirmed. After `closeIntake(sendingQueued: false)` this is when a durable stop may close
-    /// the streams: what is still queued stays in the store for the restart.
-    public var isQuiescent: Bool { inFlight == 0 && persisting == 0 && unrecorded == 0 }
+    /// True when nothing waits on the wire or on the store: no message in flight, none persisting, and no
+    /// unconfirmed record that releases something (a final message, the ACK of an upstream message or
+    /// receipt). After `closeIntake(sendingQueued: false)` this is when a durable stop may close the streams:
+    /// what is still queued stays in the store for the restart. Records that release nothing (rejections,
+    /// connection events) do not count: a producer that keeps writing during a stop makes a rejection per
+    /// line, and waiting for those would hold every stop for the whole grace; the store commits them, and
+    /// their lines are written, when it closes.
+    public var isQuiescent: Bool { inFlight == 0 && persisting == 0 && pendingReleases.isEmpty }
 
     /// The earliest time `tick` has work, if any.
     public var nextWakeup: Double? { timers.nextDue }
