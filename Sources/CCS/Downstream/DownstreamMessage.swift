@@ -106,6 +106,18 @@ public struct DownstreamMessage: Sendable, Equatable {
         data: [String: String]? = nil,
         notification: [String: JSONValue]? = nil
     ) {
+        self.init(target: target, messageID: messageID, collapseKey: collapseKey, priority: priority,
+                  contentAvailable: contentAvailable, mutableContent: mutableContent, timeToLive: timeToLive,
+                  dryRun: dryRun, deliveryReceiptRequested: deliveryReceiptRequested, data: data,
+                  notification: notification, encoded: nil)
+    }
+
+    /// The one initializer that sets the stored fields. Intake's shortcut (`DownstreamIntake.parseCommonShape`)
+    /// passes the JSON text it wrote (`encoded`, with `data` only there), so the message is made in one piece:
+    /// setting `encoded` on a finished message copied the whole message once more.
+    init(target: Target, messageID: String?, collapseKey: String?, priority: Priority?, contentAvailable: Bool?,
+         mutableContent: Bool?, timeToLive: Int?, dryRun: Bool?, deliveryReceiptRequested: Bool?,
+         data: [String: String]? = nil, notification: [String: JSONValue]? = nil, encoded: EncodedJSON?) {
         self.target = target
         self.storedMessageID = messageID
         self.collapseKey = collapseKey
@@ -117,21 +129,6 @@ public struct DownstreamMessage: Sendable, Equatable {
         self.deliveryReceiptRequested = deliveryReceiptRequested
         self.storedData = data
         self.notification = notification
-    }
-
-    /// `init(target:…)` with the JSON text intake wrote for it (`DownstreamIntake.parseCommonShape`), made in
-    /// one piece: setting `encoded` on a finished message copied the whole message once more.
-    init(target: Target, messageID: String?, collapseKey: String?, priority: Priority?, contentAvailable: Bool?,
-         mutableContent: Bool?, timeToLive: Int?, dryRun: Bool?, deliveryReceiptRequested: Bool?, encoded: EncodedJSON) {
-        self.target = target
-        self.storedMessageID = messageID
-        self.collapseKey = collapseKey
-        self.priority = priority
-        self.contentAvailable = contentAvailable
-        self.mutableContent = mutableContent
-        self.timeToLive = timeToLive
-        self.dryRun = dryRun
-        self.deliveryReceiptRequested = deliveryReceiptRequested
         self.encoded = encoded
     }
 
