@@ -36,7 +36,9 @@ let package = Package(
         // Layers.
         // epoll and eventfd for the event loop's own thread (Glibc's module maps neither).
         .target(name: "CEpoll"),
-        .target(name: "TLS", dependencies: ["COpenSSL", "CEpoll"]),
+        // A min-heap of timers, for the dispatcher and the epoll event loop.
+        .target(name: "TimerHeap"),
+        .target(name: "TLS", dependencies: ["COpenSSL", "CEpoll", "TimerHeap"]),
         // Throwaway CAs and certificates for the emulator and the tests: development tooling, kept out of the
         // client's TLS module.
         .target(name: "Certificates", dependencies: ["TLS", "COpenSSL"]),
@@ -44,7 +46,7 @@ let package = Package(
         .target(name: "XMPP", dependencies: ["TLS", "XMLStream"]),
         // JSON parsing through Debian's simdjson (C++, On-Demand API) behind a plain C header.
         .target(name: "CJSONFrontDoor", linkerSettings: [.linkedLibrary("simdjson")]),
-        .target(name: "CCS", dependencies: ["XMLStream", "CJSONFrontDoor"]),
+        .target(name: "CCS", dependencies: ["XMLStream", "CJSONFrontDoor", "TimerHeap"]),
         .target(name: "CCSEmulator", dependencies: ["TLS", "Certificates", "XMLStream", "CCS"]),
         .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "Store"]),
         // The durable message store (SQLite through Debian's libsqlite3) and the in-memory one.

@@ -2,6 +2,7 @@ import CEpoll
 import Dispatch
 import Glibc
 import Synchronization
+import TimerHeap
 
 /// The event loop's own thread, for `EventLoop.Backend.epoll`: one thread that waits in `epoll_wait` and
 /// runs every handler, timer and piece of work itself.
@@ -43,7 +44,8 @@ final class EpollReactor: @unchecked Sendable {
     private var thread = pthread_t()
     private var watches: [UInt64: Watch] = [:]
     private var nextToken: UInt64 = 1
-    private var timers = TimerQueue()
+    /// Timers by `CLOCK_MONOTONIC` deadline, in nanoseconds.
+    private var timers = TimerHeap<UInt64, () -> Void>()
     private static let wakeToken: UInt64 = 0
     /// epoll_ctl's operations (EPOLL_CTL_ADD, _DEL, _MOD).
     fileprivate static let add: Int32 = 1, delete: Int32 = 2, modify: Int32 = 3
@@ -110,7 +112,7 @@ final class EpollReactor: @unchecked Sendable {
     /// Runs `work` at `deadline` (nanoseconds of `CLOCK_MONOTONIC`) or later, after the timers due before it
     /// and those due at the same time that were added before. On the thread.
     func schedule(at deadline: UInt64, _ fire: @escaping () -> Void) {
-        timers.add(deadline: deadline, fire)
+        timers.schedule(at: deadline, fire)
     }
 
     /// Watches `fd` (nonblocking) for reading and writing, both off at first. On the thread.
@@ -196,13 +198,15 @@ final class EpollReactor: @unchecked Sendable {
                 return work
             }
             for item in work { item() }
-            // Taken out first: a timer may schedule another (no access to `timers` stays open while they run).
-            for fire in timers.takeDue(now: Self.monotonicNanoseconds()) { fire() }
+            // Each taken out before it runs: a timer may schedule another (no access to `timers` stays open
+            // while one runs). One `now` for the turn: a timer scheduled meanwhile is due later.
+            let now = Self.monotonicNanoseconds()
+            while let fire = timers.popDue(now: now) { fire() }
             let idle = withShared { shared -> Bool in
                 shared.sleeping = shared.incoming.isEmpty
                 return shared.sleeping
             }
-            let timeout = idle ? timers.millisecondsUntilNext(now: Self.monotonicNanoseconds()) : 0
+            let timeout = idle ? Self.millisecondsUntil(timers.nextDue, now: Self.monotonicNanoseconds()) : 0
             let count = ccsd_epoll_wait(epoll, events, tokens, Int32(capacity), timeout)
             if idle { withShared { $0.sleeping = false } }
             guard count > 0 else { continue }
@@ -225,64 +229,16 @@ final class EpollReactor: @unchecked Sendable {
         clock_gettime(CLOCK_MONOTONIC, &now)
         return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
+
+    /// How long `epoll_wait` may sleep until `deadline` (rounded up to a millisecond); -1 (no limit) if none.
+    static func millisecondsUntil(_ deadline: UInt64?, now: UInt64) -> Int32 {
+        guard let deadline else { return -1 }
+        guard deadline > now else { return 0 }
+        return Int32(clamping: (deadline - now + 999_999) / 1_000_000)
+    }
 }
 
 private final class ThreadStart {
     let body: () -> Void
     init(_ body: @escaping () -> Void) { self.body = body }
-}
-
-/// Timers by deadline (a binary min-heap; ties in the order added).
-struct TimerQueue {
-    private var heap: [(deadline: UInt64, order: UInt64, fire: () -> Void)] = []
-    private var added: UInt64 = 0
-
-    mutating func add(deadline: UInt64, _ fire: @escaping () -> Void) {
-        added += 1
-        heap.append((deadline, added, fire))
-        var child = heap.count - 1
-        while child > 0 {
-            let parent = (child - 1) / 2
-            guard Self.before(heap[child], heap[parent]) else { break }
-            heap.swapAt(child, parent)
-            child = parent
-        }
-    }
-
-    /// Takes out every timer due at `now`, earliest first, for the caller to run.
-    mutating func takeDue(now: UInt64) -> [() -> Void] {
-        var due: [() -> Void] = []
-        while let first = heap.first, first.deadline <= now {
-            due.append(first.fire)
-            removeFirst()
-        }
-        return due
-    }
-
-    /// How long `epoll_wait` may sleep: until the next deadline (rounded up to a millisecond), -1 if none.
-    func millisecondsUntilNext(now: UInt64) -> Int32 {
-        guard let first = heap.first else { return -1 }
-        guard first.deadline > now else { return 0 }
-        return Int32(clamping: (first.deadline - now + 999_999) / 1_000_000)
-    }
-
-    private static func before(_ a: (deadline: UInt64, order: UInt64, fire: () -> Void),
-                               _ b: (deadline: UInt64, order: UInt64, fire: () -> Void)) -> Bool {
-        a.deadline != b.deadline ? a.deadline < b.deadline : a.order < b.order
-    }
-
-    private mutating func removeFirst() {
-        heap.swapAt(0, heap.count - 1)
-        heap.removeLast()
-        var parent = 0
-        while true {
-            let left = 2 * parent + 1, right = left + 1
-            var smallest = parent
-            if left < heap.count, Self.before(heap[left], heap[smallest]) { smallest = left }
-            if right < heap.count, Self.before(heap[right], heap[smallest]) { smallest = right }
-            guard smallest != parent else { return }
-            heap.swapAt(parent, smallest)
-            parent = smallest
-        }
-    }
 }
