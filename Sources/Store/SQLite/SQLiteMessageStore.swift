@@ -284,17 +284,7 @@ public final class SQLiteMessageStore: MessageStore {
         for position in chunk {
             guard case .insert(let insert) = operations[position] else { continue }
             acceptSeq += 1
-            let record = insert.record
-            texts.append(parameter, record.messageID)
-            statement.bind(parameter + 1, acceptSeq)
-            texts.append(parameter + 2, record.json)
-            texts.append(parameter + 3, record.to)
-            texts.append(parameter + 4, record.rateKey)
-            statement.bind(parameter + 5, record.acceptedAtUnixMillis)
-            statement.bind(parameter + 6, record.timeToLive)
-            statement.bind(parameter + 7, record.attempts)
-            statement.bind(parameter + 8, record.sends)
-            if let lastError = record.lastError { texts.append(parameter + 9, lastError) } else { statement.bind(parameter + 9, nil) }
+            bindMessageRow(insert.record, acceptSeq: acceptSeq, from: parameter, to: statement)
             parameter += Statements.messageColumns
         }
         try s.savepoint.run(operation: operation)
@@ -314,22 +304,28 @@ public final class SQLiteMessageStore: MessageStore {
         return true
     }
 
-    /// `INSERT OR IGNORE` of a message row; true when the row went in.
+    /// `INSERT OR IGNORE` of a message row (the one-row case of `insertMessages`); true when the row went in.
     private func insertRow(_ insert: StoreBatch.Insert, acceptSeq: Int64, statements s: Statements) throws(StoreError) -> Bool {
-        let record = insert.record
-        let i = s.insertMessage
-        i.bind(1, record.messageID)
-        i.bind(2, acceptSeq)
-        i.bind(3, record.json)
-        i.bind(4, record.to)
-        i.bind(5, record.rateKey)
-        i.bind(6, insert.record.acceptedAtUnixMillis)
-        i.bind(7, record.timeToLive)
-        i.bind(8, record.attempts)
-        i.bind(9, record.sends)
-        i.bind(10, record.lastError)
-        try i.run(operation: "committing a batch")
+        let statement = try s.insertMessages(rows: 1)
+        texts.removeAll()
+        bindMessageRow(insert.record, acceptSeq: acceptSeq, from: 1, to: statement)
+        try texts.withBound(to: statement) { () throws(StoreError) in try statement.run(operation: "committing a batch") }
         return s.database.changes == 1
+    }
+
+    /// Binds one row of `insertMessages` (`Statements.messageColumns` parameters from `first`); its texts go
+    /// into `texts`, bound by the caller's `texts.withBound`.
+    private func bindMessageRow(_ record: MessageRecord, acceptSeq: Int64, from first: Int32, to statement: SQLiteStatement) {
+        texts.append(first, record.messageID)
+        statement.bind(first + 1, acceptSeq)
+        texts.append(first + 2, record.json)
+        texts.append(first + 3, record.to)
+        texts.append(first + 4, record.rateKey)
+        statement.bind(first + 5, record.acceptedAtUnixMillis)
+        statement.bind(first + 6, record.timeToLive)
+        statement.bind(first + 7, record.attempts)
+        statement.bind(first + 8, record.sends)
+        if let lastError = record.lastError { texts.append(first + 9, lastError) } else { statement.bind(first + 9, nil) }
     }
 
     /// Which progress operations a final record of the same message later in the batch writes with its own
@@ -595,7 +591,7 @@ public final class SQLiteMessageStore: MessageStore {
     /// Every statement, prepared once after the migrations (a multi-row events INSERT when first needed).
     private final class Statements {
         let begin, commit, rollback: SQLiteStatement
-        let selectMessage, insertMessage, deleteMessage, updateProgress, markFinal, markFinalWithProgress: SQLiteStatement
+        let selectMessage, deleteMessage, updateProgress, markFinal, markFinalWithProgress: SQLiteStatement
         let upsertHandedOver, updateLastSeq, probe: SQLiteStatement
         let pruneFinal, pruneHandedOver, oldestBlock, minCursor, blocksBefore, deleteBlock, selectBlockLines, cutBlock: SQLiteStatement
         let insertBlock, savepoint, releaseSavepoint, rollbackToSavepoint: SQLiteStatement
@@ -636,11 +632,6 @@ public final class SQLiteMessageStore: MessageStore {
                 UPDATE messages SET final_event = ?1, final_at_ms = ?2, attempts = ?4, sends = ?5, last_error = ?6,
                                     json = '', target = '', rate_key = ''
                 WHERE message_id = ?3 AND final_event IS NULL
-                """, operation: op)
-            insertMessage = try db.prepare("""
-                INSERT OR IGNORE INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms, time_to_live,
-                                      attempts, sends, last_error)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)
                 """, operation: op)
             deleteMessage = try db.prepare("DELETE FROM messages WHERE message_id = ?1", operation: op)
             updateProgress = try db.prepare("""
