@@ -10,8 +10,8 @@ import TLS
 /// `IntakeReader.batchSize` handed to `CCSDaemon.submit`, the next batch only once the daemon called the
 /// last one's `resume` (reading stops meanwhile: the source is suspended, and bytes already read wait here),
 /// the end of the input reported after the last batch was taken. A turn reads at most one buffer (64 KiB) and
-/// reads on in a later turn (`continueLater`), so a producer that writes faster than ccsd sends cannot hold
-/// the loop.
+/// reads on in a later turn (`continueLater` with Dispatch, the watch's next call on the epoll loop:
+/// `readsOnLater`), so a producer that writes faster than ccsd sends cannot hold the loop.
 ///
 /// Confined to the loop once `start()` runs.
 final class LoopIntake: @unchecked Sendable {
@@ -74,7 +74,10 @@ final class LoopIntake: @unchecked Sendable {
                 finish(error: ending)
                 return
             }
-            guard readsLeft > 0 else { return continueLater() }
+            guard readsLeft > 0 else {
+                if Self.readsOnLater(levelTriggered: source?.isLevelTriggered ?? false) { continueLater() }
+                return
+            }
             readsLeft -= 1
             let count = read(fd, buffer.baseAddress!, buffer.count)
             if count > 0 {
@@ -93,9 +96,16 @@ final class LoopIntake: @unchecked Sendable {
         }
     }
 
+    /// Whether a turn that read once (and handed over what it read) posts a turn of its own to read on
+    /// (`continueLater`), or waits for the watch to call again. With a level-triggered watch
+    /// (`ReadWatch.isLevelTriggered`: the epoll loop) it waits: bytes left in the pipe, or its end, make the
+    /// watch call again on its next poll, so one read per readiness event suffices and the read that would
+    /// only say EAGAIN is saved (a paced producer's slice is one read, not two). With Dispatch it reads on.
+    static func readsOnLater(levelTriggered: Bool) -> Bool { !levelTriggered }
+
     /// Reads on in a later turn, after what is queued on the loop (acks, timers): until a read would block
     /// or the input ends, ccsd reads on without waiting for the read source. Its readiness events alone are
-    /// not enough: Dispatch merges them while the handler runs or the source is suspended, and stops
+    /// not enough with Dispatch: it merges them while the handler runs or the source is suspended, and stops
     /// watching a pipe once it reported its end, so a pipe whose last data and end came in one event would
     /// never be read to its end. A turn posted from the loop wakes no thread.
     private func continueLater() {
