@@ -47,11 +47,6 @@ final class EpollReactor: @unchecked Sendable {
     /// Timers by `CLOCK_MONOTONIC` deadline, in nanoseconds.
     private var timers = TimerHeap<UInt64, () -> Void>()
     private static let wakeToken: UInt64 = 0
-    /// Rounds of queued work per turn before the loop polls again (with a zero timeout while work is left).
-    /// Bounded, so that work that keeps queuing more cannot keep readiness events waiting. Timers run after
-    /// the last round, so work a timer queues (e.g. "one more turn before judging timeouts") still runs
-    /// only after a poll.
-    static let workRounds = 4
     /// epoll_ctl's operations (EPOLL_CTL_ADD, _DEL, _MOD).
     fileprivate static let add: Int32 = 1, delete: Int32 = 2, modify: Int32 = 3
 
@@ -195,20 +190,14 @@ final class EpollReactor: @unchecked Sendable {
         let capacity = 64
         let events = UnsafeMutablePointer<UInt32>.allocate(capacity: capacity)
         let tokens = UnsafeMutablePointer<UInt64>.allocate(capacity: capacity)
-        // The queue is swapped with this spare (emptied, capacity kept) under the lock: no allocation per turn.
-        var work: [() -> Void] = []
         while true {
-            // Work from other threads and from earlier turns, in order. Work queued by this work runs too, in
-            // up to `workRounds` rounds, before the next poll: a chain of hand-offs on the loop (a commit, its
-            // result, the send it releases) would otherwise cost a zero-timeout `epoll_wait` per link.
-            var rounds = 0
-            while rounds < Self.workRounds {
-                withShared { shared in swap(&shared.incoming, &work) }
-                if work.isEmpty { break }
-                for item in work { item() }
-                work.removeAll(keepingCapacity: true)
-                rounds += 1
+            // Work from other threads and from earlier turns, in order.
+            let work = withShared { shared -> [() -> Void] in
+                let work = shared.incoming
+                shared.incoming.removeAll(keepingCapacity: true)
+                return work
             }
+            for item in work { item() }
             // Each taken out before it runs: a timer may schedule another (no access to `timers` stays open
             // while one runs). One `now` for the turn: a timer scheduled meanwhile is due later.
             let now = Self.monotonicNanoseconds()
