@@ -426,7 +426,10 @@ public final class TLSConnection {
 
     /// Reads until the socket has nothing more (EAGAIN), EOF, or 64 KiB this turn. Reading to EAGAIN matters:
     /// libdispatch does not report a FIN that arrived together with data we already took, so a peer's close
-    /// would otherwise go unnoticed.
+    /// would otherwise go unnoticed. On the epoll loop (level-triggered) a short read could end the turn
+    /// instead; measured paced at 80,000 msgs/s it saved about a quarter of ccsd's `recv` calls but cost
+    /// both ccsd and the emulator CPU per message: a peer that reads on gets what arrived meanwhile in the
+    /// same turn and answers it in one batch.
     private func socketReadable() {
         if state == .ready && isReadingPaused { return }
         var total = 0

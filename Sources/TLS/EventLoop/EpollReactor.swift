@@ -206,6 +206,12 @@ final class EpollReactor: @unchecked Sendable {
                 shared.sleeping = shared.incoming.isEmpty
                 return shared.sleeping
             }
+            // Work left (queued by this turn's work): poll with a zero timeout, then run it. Running up to 4
+            // rounds of such work before polling was measured (1 connection, paced at 80,000 msgs/s): a chain
+            // such as intake -> commit -> result -> send then costs one `epoll_wait` instead of three (about 290
+            // -> 115 per 1,000 messages) and the accept-to-ack p50 fell about 15 %, but ccsd and the emulator
+            // each spent 3-6 % more CPU per message (acks and sends went out in smaller batches), and a
+            // 100-connection flood was slower in most alternated runs. Not taken.
             let timeout = idle ? Self.millisecondsUntil(timers.nextDue, now: Self.monotonicNanoseconds()) : 0
             let count = ccsd_epoll_wait(epoll, events, tokens, Int32(capacity), timeout)
             if idle { withShared { $0.sleeping = false } }
