@@ -216,6 +216,16 @@ import Testing
         #expect(try store.text("PRAGMA journal_mode") == "wal")
     }
 
+    /// Deleted rows are not overwritten with zeros (Debian's libsqlite3 turns that on at build time): the
+    /// writer's cost per message, with durability unchanged (`synchronous` stays as configured).
+    @Test func secureDeleteIsOff() throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteMessageStore(directory: directory.path + "/state")
+        defer { store.close() }
+        #expect(try store.pragma("secure_delete") == 0)
+        #expect(try store.pragma("synchronous") == 2)
+    }
+
     // MARK: - Schema versions
 
     @Test func anEmptyDatabaseFileIsMigratedToTheCurrentVersion() throws {

@@ -96,6 +96,12 @@ public final class SQLiteMessageStore: MessageStore {
         try database.execute("PRAGMA synchronous = \(configuration.synchronous.rawValue)", operation: operation)
         // After a burst, truncate the WAL back to at most 64 MiB at checkpoints instead of keeping its peak size.
         try database.execute("PRAGMA journal_size_limit = 67108864", operation: operation)
+        // Debian's libsqlite3 is built with SQLITE_SECURE_DELETE (SQLite's own default is off): every deleted
+        // row and emptied text was overwritten with zeros, and freed pages written out. What the store deletes
+        // or empties (a final message's JSON, pruned rows) stays behind no access the file does not already
+        // need (the state directory is made 0700; targets stay in retained final events anyway). Off: about 1,000
+        // instructions per message fewer in the writer, and a WAL frame fewer per commit.
+        try database.execute("PRAGMA secure_delete = OFF", operation: operation)
     }
 
     private static func migrate(_ database: SQLiteDatabase, migrations: [String]) throws(StoreError) {
