@@ -43,6 +43,28 @@ import Testing
                 == [.duplicateFinal(outcome: finalLine("a"))])
     }
 
+    /// A final's event and message_id are bound from the strings' own storage, without SQLite's copy: an
+    /// inline (small) string, a heap string with non-ASCII text, and an empty event text (bound as '', since
+    /// NULL would leave the message live) are stored exactly.
+    @Test func aFinalsTextsAreStoredExactlyFromInlineHeapAndEmptyStrings() throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteMessageStore(directory: directory.path + "/state")
+        defer { store.close() }
+        let long = "m-" + String(repeating: "0123456789", count: 10)
+        _ = try store.commit(batch(inserting: ["s", long, "e"]), nowUnixMillis: 1_000)
+        let longLine = #"{"event":"acked","message_id":"\#(long)","error":"\#(String(repeating: "é😀", count: 50))"}"#
+        let result = try store.commit(batch { b in
+            b.record(StoreBatch.Record(id: 1, line: #"{"e":1}"#, finalMessageID: "s"))
+            b.record(StoreBatch.Record(id: 2, line: longLine, finalMessageID: long))
+            b.record(StoreBatch.Record(id: 3, line: "", finalMessageID: "e"))
+        }, nowUnixMillis: 2_000)
+        #expect(result.duplicateFinalRecords.isEmpty)
+        #expect(try store.storedMessage("s")?.finalEvent == #"{"e":1}"#)
+        #expect(try store.storedMessage(long)?.finalEvent == longLine)
+        #expect(try store.storedMessage("e")?.finalEvent == "")
+        #expect(try store.load(nowUnixMillis: 3_000).live.isEmpty)
+    }
+
     /// The events of a commit are written in blocks of up to 256 events (one row each): counts around and
     /// past the block size keep contiguous seqs, the batch's order and every line, across commits and a reopen.
     @Test(arguments: [1, 63, 64, 65, 200, 255, 256, 257, 450])
@@ -192,6 +214,16 @@ import Testing
         defer { store.close() }
         #expect(try store.pragma("synchronous") == 1)  // NORMAL
         #expect(try store.text("PRAGMA journal_mode") == "wal")
+    }
+
+    /// Deleted rows are not overwritten with zeros (Debian's libsqlite3 turns that on at build time): the
+    /// writer's cost per message, with durability unchanged (`synchronous` stays as configured).
+    @Test func secureDeleteIsOff() throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteMessageStore(directory: directory.path + "/state")
+        defer { store.close() }
+        #expect(try store.pragma("secure_delete") == 0)
+        #expect(try store.pragma("synchronous") == 2)
     }
 
     // MARK: - Schema versions

@@ -162,6 +162,35 @@ final class SQLiteStatement {
         while try step(operation: operation) {}
     }
 
+    /// Steps to the end without resetting: inside `SQLiteTextArena.withBound`, which resets once afterwards.
+    func stepToEnd(operation: String) throws(StoreError) {
+        while try step(operation: operation) {}
+    }
+
+    /// Binds `first` and `second` as UTF-8 text at parameters `firstIndex` and `secondIndex` straight from
+    /// the strings' storage (`SQLITE_STATIC`: no copy by SQLite, no allocation), steps to the end and resets
+    /// the statement (clearing its bindings) while both stay in place. The other parameters are bound before.
+    func run(binding firstIndex: Int32, _ first: String, _ secondIndex: Int32, _ second: String,
+             operation: String) throws(StoreError) {
+        var first = first, second = second
+        let failure: StoreError? = first.withUTF8 { firstBytes in
+            second.withUTF8 { secondBytes in
+                defer { reset() }
+                bindStatic(firstIndex, firstBytes)
+                bindStatic(secondIndex, secondBytes)
+                do throws(StoreError) { try stepToEnd(operation: operation) } catch { return error }
+                return nil
+            }
+        }
+        if let failure { throw failure }
+    }
+
+    private func bindStatic(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+        // An empty buffer may have no base address, which SQLite would bind as NULL.
+        let base = bytes.baseAddress ?? ("" as StaticString).utf8Start
+        bindStatic(index, base, count: bytes.count)
+    }
+
     func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)
@@ -207,8 +236,16 @@ struct SQLiteTextArena {
         texts.append((parameter, start, bytes.count - start))
     }
 
-    /// Binds every text to `statement`, runs `body` (which steps it) while the bytes stay in place, and resets
-    /// the statement (clearing its bindings) before the bytes may move.
+    /// Copies `utf8` (valid UTF-8) in, for parameter `parameter`: no `String` made on the way.
+    mutating func append(_ parameter: Int32, utf8: [UInt8]) {
+        let start = bytes.count
+        bytes.append(contentsOf: utf8)
+        texts.append((parameter, start, utf8.count))
+    }
+
+    /// Binds every text to `statement`, runs `body` (which steps it, without resetting: see
+    /// `SQLiteStatement.stepToEnd`) while the bytes stay in place, and resets the statement (clearing its
+    /// bindings) before the bytes may move.
     func withBound<R>(to statement: SQLiteStatement, _ body: () throws(StoreError) -> R) throws(StoreError) -> R {
         try bytes.withUnsafeBufferPointer { (buffer) throws(StoreError) -> R in
             defer { statement.reset() }

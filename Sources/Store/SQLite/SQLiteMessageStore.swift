@@ -1,5 +1,10 @@
 import CCS
 import CSQLite
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// The durable store: `DIR/ccsd.sqlite3` on Debian's libsqlite3, in WAL mode, one transaction per commit.
 ///
@@ -91,6 +96,12 @@ public final class SQLiteMessageStore: MessageStore {
         try database.execute("PRAGMA synchronous = \(configuration.synchronous.rawValue)", operation: operation)
         // After a burst, truncate the WAL back to at most 64 MiB at checkpoints instead of keeping its peak size.
         try database.execute("PRAGMA journal_size_limit = 67108864", operation: operation)
+        // Debian's libsqlite3 is built with SQLITE_SECURE_DELETE (SQLite's own default is off): every deleted
+        // row and emptied text was overwritten with zeros, and freed pages written out. What the store deletes
+        // or empties (a final message's JSON, pruned rows) stays behind no access the file does not already
+        // need (the state directory is made 0700; targets stay in retained final events anyway). Off: about 1,000
+        // instructions per message fewer in the writer, and a WAL frame fewer per commit.
+        try database.execute("PRAGMA secure_delete = OFF", operation: operation)
     }
 
     private static func migrate(_ database: SQLiteDatabase, migrations: [String]) throws(StoreError) {
@@ -280,15 +291,21 @@ public final class SQLiteMessageStore: MessageStore {
         let statement = try s.insertMessages(rows: chunk.count)
         var parameter: Int32 = 1
         var acceptSeq = seq
-        texts.removeAll()
+        // Filled as a local (`texts`' storage, swapped out for the call): appending to the stored property
+        // paid a dynamic exclusivity check per text.
+        var arena = SQLiteTextArena()
+        swap(&arena, &texts)
+        defer { swap(&arena, &texts) }
+        arena.removeAll()
         for position in chunk {
             guard case .insert(let insert) = operations[position] else { continue }
             acceptSeq += 1
-            bindMessageRow(insert.record, acceptSeq: acceptSeq, from: parameter, to: statement)
+            SQLiteMessageStore.bindMessageRow(insert.record, acceptSeq: acceptSeq, from: parameter, to: statement,
+                                              texts: &arena)
             parameter += Statements.messageColumns
         }
         try s.savepoint.run(operation: operation)
-        try texts.withBound(to: statement) { () throws(StoreError) in try statement.run(operation: operation) }
+        try arena.withBound(to: statement) { () throws(StoreError) in try statement.stepToEnd(operation: operation) }
         guard s.database.changes == Int32(chunk.count) else {
             try s.rollbackToSavepoint.run(operation: operation)
             try s.releaseSavepoint.run(operation: operation)
@@ -308,17 +325,19 @@ public final class SQLiteMessageStore: MessageStore {
     private func insertRow(_ insert: StoreBatch.Insert, acceptSeq: Int64, statements s: Statements) throws(StoreError) -> Bool {
         let statement = try s.insertMessages(rows: 1)
         texts.removeAll()
-        bindMessageRow(insert.record, acceptSeq: acceptSeq, from: 1, to: statement)
-        try texts.withBound(to: statement) { () throws(StoreError) in try statement.run(operation: "committing a batch") }
+        SQLiteMessageStore.bindMessageRow(insert.record, acceptSeq: acceptSeq, from: 1, to: statement, texts: &texts)
+        try texts.withBound(to: statement) { () throws(StoreError) in try statement.stepToEnd(operation: "committing a batch") }
         return s.database.changes == 1
     }
 
     /// Binds one row of `insertMessages` (`Statements.messageColumns` parameters from `first`); its texts go
-    /// into `texts`, bound by the caller's `texts.withBound`.
-    private func bindMessageRow(_ record: MessageRecord, acceptSeq: Int64, from first: Int32, to statement: SQLiteStatement) {
+    /// into `texts` (the JSON as the record's bytes, with no `String` made), bound by the caller's
+    /// `texts.withBound`.
+    private static func bindMessageRow(_ record: MessageRecord, acceptSeq: Int64, from first: Int32, to statement: SQLiteStatement,
+                                       texts: inout SQLiteTextArena) {
         texts.append(first, record.messageID)
         statement.bind(first + 1, acceptSeq)
-        texts.append(first + 2, record.json)
+        texts.append(first + 2, utf8: record.jsonUTF8)
         texts.append(first + 3, record.to)
         texts.append(first + 4, record.rateKey)
         statement.bind(first + 5, record.acceptedAtUnixMillis)
@@ -372,15 +391,14 @@ public final class SQLiteMessageStore: MessageStore {
             // The common case costs one statement: the update marks a live message final. Only when it changed
             // nothing does a select tell an already final message (not journaled) from an unknown one.
             let update = progress == nil ? s.markFinal : s.markFinalWithProgress
-            update.bind(1, record.line)
             update.bind(2, now)
-            update.bind(3, messageID)
             if let progress {
                 update.bind(4, progress.attempts)
                 update.bind(5, progress.sends)
                 update.bind(6, progress.lastError)
             }
-            try update.run(operation: operation)
+            // The event and the message_id are bound without SQLite's copy of each (an allocation, a copy, a free).
+            try update.run(binding: 1, record.line, 3, messageID, operation: operation)
             if s.database.changes == 0 {
                 s.selectMessage.bind(1, messageID)
                 let alreadyFinal = try s.selectMessage.step(operation: operation) && !s.selectMessage.isNull(0)
@@ -418,21 +436,26 @@ public final class SQLiteMessageStore: MessageStore {
     /// to prune.
     private func writeJournal(_ events: [JournaledEvent], statements s: Statements) throws(StoreError) {
         let operation = "committing a batch"
+        // The text is built in a local array (`blockText`'s storage, swapped out for the call): appending to
+        // the stored property paid a dynamic exclusivity check per access, two per event.
+        var text: [UInt8] = []
+        swap(&text, &blockText)
+        defer { swap(&text, &blockText) }
         var start = 0
         while start < events.count {
-            blockText.removeAll(keepingCapacity: true)
+            text.removeAll(keepingCapacity: true)
             var end = start
             while end < events.count {
                 let event = events[end]
                 if end > start {
                     guard end - start < SQLiteMessageStore.eventsPerBlock, event.seq == events[end - 1].seq + 1,
                           event.timeUnixMillis == events[start].timeUnixMillis else { break }
-                    blockText.append(0x0A)
+                    text.append(0x0A)
                 }
                 var line = event.line
                 let endsBlock = line.withUTF8 { bytes in
-                    blockText.append(contentsOf: bytes)
-                    return bytes.contains(0x0A)
+                    text.append(contentsOf: bytes)
+                    return bytes.baseAddress.map { memchr($0, 0x0A, bytes.count) != nil } ?? false
                 }
                 end += 1
                 if endsBlock { break }
@@ -440,7 +463,7 @@ public final class SQLiteMessageStore: MessageStore {
             s.insertBlock.bind(1, events[start].seq)
             s.insertBlock.bind(2, events[end - 1].seq)
             s.insertBlock.bind(3, events[start].timeUnixMillis)
-            try blockText.withUnsafeBufferPointer { (bytes) throws(StoreError) in
+            try text.withUnsafeBufferPointer { (bytes) throws(StoreError) in
                 try s.insertBlock.run(binding: 4, utf8: bytes, operation: operation)
             }
             start = end
