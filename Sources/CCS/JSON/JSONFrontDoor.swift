@@ -19,9 +19,11 @@ public enum JSONFrontDoor {
     /// Nesting (objects and arrays) beyond this is declined to Foundation, which decides (CCS payloads nest 3 deep).
     public static let maxDepth = 64
 
-    /// Set by tests and `ccsd-bench json-parse` only: every parse goes to Foundation alone
-    /// (`JSONValue.parseWithFoundation`), the path ccsd used before this door, so that the two can be compared.
-    @TaskLocal package static var foundationOnly = false
+    /// Set by tests and `ccsd-bench json-parse` only (`foundationOnlySwitch.withValue(true) { … }`): every
+    /// parse goes to Foundation alone (`JSONValue.parseWithFoundation`), the path ccsd used before this door,
+    /// so that the two can be compared. A `TaskFlag`: one atomic load per read while nobody binds it.
+    package static let foundationOnlySwitch = TaskFlag()
+    package static var foundationOnly: Bool { foundationOnlySwitch.value }
 
     /// Parses one JSON text into a `JSONValue`.
     /// - Throws: `JSONValue.ParseError` when the text is not JSON (Foundation's reason and position).
