@@ -121,9 +121,36 @@ public enum JSONFrontDoor {
         /// True when the object has a member named `key`.
         public func contains(_ key: String) -> Bool { index(of: key) != nil }
 
+        // The same three reads with the key (and value) as a `StaticString`: its bytes are read in place, with
+        // no reference counted (an ack's reader looks up three or four members per ack).
+
+        /// `string(_:)` for a key known at compile time.
+        public func string(_ key: StaticString) -> String? {
+            guard let at = index(of: Self.utf8(key)), tokens[at + 1].kind == UInt8(CCSD_JSON_STRING.rawValue) else { return nil }
+            return JSONFrontDoor.text(tokens[at + 1])
+        }
+
+        /// `string(_:is:)` for a key and value known at compile time.
+        public func string(_ key: StaticString, is value: StaticString) -> Bool {
+            guard let at = index(of: Self.utf8(key)), tokens[at + 1].kind == UInt8(CCSD_JSON_STRING.rawValue) else { return false }
+            return JSONFrontDoor.sameText(tokens[at + 1], Self.utf8(value))
+        }
+
+        /// `contains(_:)` for a key known at compile time.
+        public func contains(_ key: StaticString) -> Bool { index(of: Self.utf8(key)) != nil }
+
         private func index(of key: String) -> Int? {
             var key = key
-            return key.withUTF8 { wanted in keys[0..<count].first { JSONFrontDoor.sameText(tokens[$0], wanted) } }
+            return key.withUTF8 { index(of: $0) }
+        }
+
+        private func index(of wanted: UnsafeBufferPointer<UInt8>) -> Int? {
+            for at in keys[0..<count] where JSONFrontDoor.sameText(tokens[at], wanted) { return at }
+            return nil
+        }
+
+        private static func utf8(_ text: StaticString) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
         }
     }
 
