@@ -334,8 +334,17 @@ public final class XMLStreamParser {
     /// False once an error or a restart stopped this stream: later callbacks are ignored.
     private var isActive: Bool { failure == nil && !restartRequested }
 
-    /// Absolute offset of libxml2's read position in the current stream.
-    private var consumed: Int { context.map { Int(xmlByteConsumed($0)) } ?? 0 }
+    /// Absolute offset of libxml2's read position in the current stream. Read a few times per stanza: for
+    /// input without an encoding converter (the stream is UTF-8) it is `xmlByteConsumed`'s own sum, taken here
+    /// without the call; otherwise (and without an input) `xmlByteConsumed` itself.
+    private var consumed: Int {
+        guard let ctxt = context else { return 0 }
+        if let input = ctxt.pointee.input, input.pointee.buf?.pointee.encoder == nil,
+           let cur = input.pointee.cur, let base = input.pointee.base {
+            return Int(input.pointee.consumed) + (cur - base)
+        }
+        return Int(xmlByteConsumed(ctxt))
+    }
 
     /// Records the first error and turns the SAX callbacks off; `parse` halts libxml2 afterwards.
     fileprivate func fail(_ kind: XMLStreamError.Kind, _ message: String) {
@@ -506,11 +515,12 @@ public final class XMLStreamParser {
     /// At a stanza's end tag, once libxml2 has consumed it: the stanza's exact size on the wire against
     /// `maxStanzaBytes`. Returns where the stanza ends (the next one starts there), or nil after failing the
     /// stream with `.stanzaTooLarge` naming the stanza (`name`).
-    private func endOfStanza(_ name: @autoclosure () -> String) -> Int? {
+    /// (`name` nil: `openStanzaName`, looked up only for the error, with no closure made per stanza.)
+    private func endOfStanza(_ name: String?) -> Int? {
         let end = consumed
         let size = end - stanzaStart
         if size > limits.maxStanzaBytes {
-            fail(.stanzaTooLarge, "stanza <\(name())> is \(size) bytes, more than \(limits.maxStanzaBytes)")
+            fail(.stanzaTooLarge, "stanza <\(name ?? openStanzaName)> is \(size) bytes, more than \(limits.maxStanzaBytes)")
             return nil
         }
         stanzaStart = end
@@ -519,7 +529,7 @@ public final class XMLStreamParser {
 
     /// The end tag of a pending payload stanza: its payload to the owner, or the element as a `.stanza`.
     private func endPendingStanza() {
-        guard let end = endOfStanza(openStanzaName) else { return }
+        guard let end = endOfStanza(nil) else { return }
         if pending.childClosed, let payloadHandler {
             lastEventEnd = end
             // The text's storage is the parser's own and no callback of this feed runs during the handler.

@@ -265,8 +265,21 @@ public enum JSONFrontDoor {
         String(decoding: UnsafeRawBufferPointer(start: token.text, count: Int(token.length)), as: UTF8.self)
     }
 
+    /// Eight bytes at a time (every key of every object read through `withObject` is checked).
     static func isASCII(_ token: ccsd_json_token) -> Bool {
-        UnsafeRawBufferPointer(start: token.text, count: Int(token.length)).allSatisfy { $0 < 0x80 }
+        guard let text = token.text else { return true }
+        let bytes = UnsafeRawPointer(text)
+        let count = Int(token.length)
+        var index = 0
+        while index + 8 <= count {
+            if bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+            index += 8
+        }
+        while index < count {
+            if bytes.load(fromByteOffset: index, as: UInt8.self) >= 0x80 { return false }
+            index += 1
+        }
+        return true
     }
 
     static func sameText(_ a: ccsd_json_token, _ b: ccsd_json_token) -> Bool {
