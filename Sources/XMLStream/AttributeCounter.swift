@@ -12,7 +12,9 @@ import Glibc
 ///
 /// A state machine over bytes: feed every byte in order, in any chunking; `reset()` for a new stream.
 struct AttributeCounter {
-    private enum State {
+    // A flat state (one byte; the brackets of a CDATA end apart), copied into locals for the scan: a state
+    // with a payload cost a tag check and a copy per byte taken (the counter runs over every byte read).
+    private enum State: UInt8 {
         case text
         /// Just after `<`.
         case tagOpen
@@ -23,13 +25,14 @@ struct AttributeCounter {
         /// Just after `<!`.
         case bang
         /// Inside `<![CDATA[ … ]]>`: `brackets` is how many `]` came last.
-        case cdata(brackets: Int)
+        case cdata
         /// Inside an end tag, a processing instruction or a declaration: until `>`.
         case otherMarkup
     }
 
     let maxAttributes: Int
     private var state = State.text
+    private var brackets = 0
     private var count = 0
 
     init(maxAttributes: Int) {
@@ -42,6 +45,14 @@ struct AttributeCounter {
         guard let base = bytes.baseAddress?.assumingMemoryBound(to: UInt8.self) else { return nil }
         let end = bytes.count
         var index = 0
+        var state = self.state
+        var brackets = self.brackets
+        var count = self.count
+        defer {
+            self.state = state
+            self.brackets = brackets
+            self.count = count
+        }
         while index < end {
             // The states that wait for one byte skip to it in one move (text, quoted values, other markup:
             // most of a stream's bytes); the others take one byte at a time.
@@ -50,37 +61,21 @@ struct AttributeCounter {
                 guard let at = Self.first(UInt8(ascii: "<"), base, from: index, end) else { return nil }
                 state = .tagOpen
                 index = at + 1
-                continue
             case .singleQuoted:
                 guard let at = Self.first(UInt8(ascii: "'"), base, from: index, end) else { return nil }
                 state = .startTag
                 index = at + 1
-                continue
             case .doubleQuoted:
                 guard let at = Self.first(UInt8(ascii: "\""), base, from: index, end) else { return nil }
                 state = .startTag
                 index = at + 1
-                continue
             case .otherMarkup:
                 guard let at = Self.first(UInt8(ascii: ">"), base, from: index, end) else { return nil }
                 state = .text
                 index = at + 1
-                continue
-            case .startTag:
-                // Names and whitespace are skipped to the next byte that matters (a quote, `=` or `>`), which
-                // is then taken below.
-                while index < end, !Self.mattersInStartTag(base[index]) { index += 1 }
-                guard index < end else { return nil }
-            default:
-                break
-            }
-            let byte = base[index]
-            let here = index
-            index += 1
-            switch state {
-            case .text, .singleQuoted, .doubleQuoted, .otherMarkup:
-                break  // skipped above
             case .tagOpen:
+                let byte = base[index]
+                index += 1
                 switch byte {
                 case UInt8(ascii: "!"): state = .bang
                 case UInt8(ascii: "?"), UInt8(ascii: "/"): state = .otherMarkup
@@ -90,24 +85,38 @@ struct AttributeCounter {
                     count = 0
                 }
             case .startTag:
+                // Names and whitespace are skipped to the next byte that matters (a quote, `=` or `>`).
+                while index < end, !Self.mattersInStartTag(base[index]) { index += 1 }
+                guard index < end else { return nil }
+                let byte = base[index]
+                let here = index
+                index += 1
                 switch byte {
                 case UInt8(ascii: "'"): state = .singleQuoted
                 case UInt8(ascii: "\""): state = .doubleQuoted
                 case UInt8(ascii: ">"): state = .text
-                case UInt8(ascii: "="):
+                default:  // `=`
                     count += 1
                     if count > maxAttributes { return here }
-                default: break
                 }
             case .bang:
-                state = byte == UInt8(ascii: "[") ? .cdata(brackets: 0) : byte == UInt8(ascii: ">") ? .text : .otherMarkup
-            case .cdata(let brackets):
+                let byte = base[index]
+                index += 1
+                if byte == UInt8(ascii: "[") {
+                    state = .cdata
+                    brackets = 0
+                } else {
+                    state = byte == UInt8(ascii: ">") ? .text : .otherMarkup
+                }
+            case .cdata:
+                let byte = base[index]
+                index += 1
                 if byte == UInt8(ascii: "]") {
-                    state = .cdata(brackets: brackets + 1)
+                    brackets += 1
                 } else if byte == UInt8(ascii: ">"), brackets >= 2 {
                     state = .text
-                } else if brackets != 0 {
-                    state = .cdata(brackets: 0)
+                } else {
+                    brackets = 0
                 }
             }
         }
@@ -132,6 +141,7 @@ struct AttributeCounter {
 
     mutating func reset() {
         state = .text
+        brackets = 0
         count = 0
     }
 }

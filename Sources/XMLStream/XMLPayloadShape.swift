@@ -33,7 +33,7 @@ public struct XMLPayloadShape: Sendable, Equatable {
 /// libxml2 interns (names and namespace URIs, valid as long as the parser context) and the rest as bytes, so
 /// that the `XMLElement`s can be built exactly as the general path would have built them if the stanza turns
 /// out to have another shape.
-struct PendingPayload {
+struct PendingPayload: ~Copyable {
     /// 0: no payload stanza open; 1: inside the stanza; 2: inside its child.
     var depth = 0
     /// The child has been closed (a second child element sends the stanza down the general path).
@@ -45,7 +45,7 @@ struct PendingPayload {
     var childNamespace: UnsafePointer<UInt8>?
     var childAttributes: [XMLAttribute] = []
     /// The child's character data, pieces joined: the payload.
-    var text: [UInt8] = []
+    var text = ByteAccumulator()
 
     /// Forgets the stanza, keeping the buffers' storage for the next one.
     mutating func clear() {
@@ -56,6 +56,46 @@ struct PendingPayload {
         if !stanzaAttributes.isEmpty { stanzaAttributes.removeAll() }
         if !childAttributes.isEmpty { childAttributes.removeAll() }
         if !stanzaText.isEmpty { stanzaText.removeAll(keepingCapacity: true) }
-        text.removeAll(keepingCapacity: true)
+        text.removeAll()
+    }
+}
+
+/// Bytes appended piece by piece into storage of its own, kept (and reused) until it is dropped: the
+/// payload text of every stanza goes through one. Unlike an `[UInt8]` held by the parser, reading it hands
+/// out its storage with no reference counted on the way (no retain and release around each read, no
+/// uniqueness check on each append), and emptying it is one store.
+struct ByteAccumulator: ~Copyable {
+    private var base: UnsafeMutablePointer<UInt8>?
+    private(set) var count = 0
+    private var capacity = 0
+
+    init() {}
+
+    deinit { base?.deallocate() }
+
+    var isEmpty: Bool { count == 0 }
+
+    /// The bytes so far; valid until the next append, `removeAll` or the accumulator's end.
+    var bytes: UnsafeRawBufferPointer { UnsafeRawBufferPointer(start: base, count: count) }
+
+    mutating func append(_ piece: UnsafeBufferPointer<UInt8>) {
+        guard let source = piece.baseAddress, piece.count > 0 else { return }
+        if count + piece.count > capacity { grow(to: count + piece.count) }
+        (base! + count).update(from: source, count: piece.count)
+        count += piece.count
+    }
+
+    /// Empties it, keeping the storage.
+    mutating func removeAll() { count = 0 }
+
+    private mutating func grow(to needed: Int) {
+        let newCapacity = max(needed, capacity * 2, 256)
+        let newBase = UnsafeMutablePointer<UInt8>.allocate(capacity: newCapacity)
+        if let base {
+            newBase.initialize(from: base, count: count)
+            base.deallocate()
+        }
+        base = newBase
+        capacity = newCapacity
     }
 }

@@ -87,8 +87,9 @@ public final class XMLStreamParser {
     @exclusivity(unchecked) private var matchedName: UnsafePointer<xmlChar>?
     @exclusivity(unchecked) private var matchedChildName: UnsafePointer<xmlChar>?
     @exclusivity(unchecked) private var matchedChildNamespace: UnsafePointer<xmlChar>?
-    /// The owner's payload handler during `feed(_:payload:_:)`.
-    @exclusivity(unchecked) private var payloadHandler: ((UnsafeRawBufferPointer) -> Bool)?
+    /// The owner's payload handler during `feed(_:payload:_:)`, by address: read through the pointer, calling
+    /// it copies (retains) nothing per stanza. Valid only during that call (`withUnsafePointer` there).
+    @exclusivity(unchecked) private var payloadHandler: UnsafePointer<(UnsafeRawBufferPointer) -> Bool>?
     /// The open stanza while it has the payload shape (then `stack` is empty).
     @exclusivity(unchecked) private var pending = PendingPayload()
 
@@ -157,10 +158,12 @@ public final class XMLStreamParser {
     ) throws(XMLStreamError) {
         precondition(!isFeeding, "XMLStreamParser.feed called from inside its own event handler")
         let error = withoutActuallyEscaping(payload) { payload -> XMLStreamError? in
-            payloadHandler = payloadShape == nil ? nil : payload
-            defer { payloadHandler = nil }
-            do throws(XMLStreamError) { try feed(bytes, handler) } catch { return error }
-            return nil
+            withUnsafePointer(to: payload) { payload -> XMLStreamError? in
+                payloadHandler = payloadShape == nil ? nil : payload
+                defer { payloadHandler = nil }
+                do throws(XMLStreamError) { try feed(bytes, handler) } catch { return error }
+                return nil
+            }
         }
         if let error { throw error }
     }
@@ -331,8 +334,17 @@ public final class XMLStreamParser {
     /// False once an error or a restart stopped this stream: later callbacks are ignored.
     private var isActive: Bool { failure == nil && !restartRequested }
 
-    /// Absolute offset of libxml2's read position in the current stream.
-    private var consumed: Int { context.map { Int(xmlByteConsumed($0)) } ?? 0 }
+    /// Absolute offset of libxml2's read position in the current stream. Read a few times per stanza: for
+    /// input without an encoding converter (the stream is UTF-8) it is `xmlByteConsumed`'s own sum, taken here
+    /// without the call; otherwise (and without an input) `xmlByteConsumed` itself.
+    private var consumed: Int {
+        guard let ctxt = context else { return 0 }
+        if let input = ctxt.pointee.input, input.pointee.buf?.pointee.encoder == nil,
+           let cur = input.pointee.cur, let base = input.pointee.base {
+            return Int(input.pointee.consumed) + (cur - base)
+        }
+        return Int(xmlByteConsumed(ctxt))
+    }
 
     /// Records the first error and turns the SAX callbacks off; `parse` halts libxml2 afterwards.
     fileprivate func fail(_ kind: XMLStreamError.Kind, _ message: String) {
@@ -488,7 +500,7 @@ public final class XMLStreamParser {
     private func makePendingChild() -> XMLElement {
         XMLElement(
             name: payloadShape?.childName ?? "", namespace: pending.childNamespace.map(namespaceString),
-            attributes: pending.childAttributes, text: Self.text(pending.text))
+            attributes: pending.childAttributes, text: Self.text(pending.text.bytes))
     }
 
     /// Character data as the general path joins it (libxml2 reports whole characters in each piece).
@@ -496,14 +508,19 @@ public final class XMLStreamParser {
         bytes.isEmpty ? "" : String(decoding: bytes, as: UTF8.self)
     }
 
+    private static func text(_ bytes: UnsafeRawBufferPointer) -> String {
+        bytes.isEmpty ? "" : String(decoding: bytes, as: UTF8.self)
+    }
+
     /// At a stanza's end tag, once libxml2 has consumed it: the stanza's exact size on the wire against
     /// `maxStanzaBytes`. Returns where the stanza ends (the next one starts there), or nil after failing the
     /// stream with `.stanzaTooLarge` naming the stanza (`name`).
-    private func endOfStanza(_ name: @autoclosure () -> String) -> Int? {
+    /// (`name` nil: `openStanzaName`, looked up only for the error, with no closure made per stanza.)
+    private func endOfStanza(_ name: String?) -> Int? {
         let end = consumed
         let size = end - stanzaStart
         if size > limits.maxStanzaBytes {
-            fail(.stanzaTooLarge, "stanza <\(name())> is \(size) bytes, more than \(limits.maxStanzaBytes)")
+            fail(.stanzaTooLarge, "stanza <\(name ?? openStanzaName)> is \(size) bytes, more than \(limits.maxStanzaBytes)")
             return nil
         }
         stanzaStart = end
@@ -512,10 +529,11 @@ public final class XMLStreamParser {
 
     /// The end tag of a pending payload stanza: its payload to the owner, or the element as a `.stanza`.
     private func endPendingStanza() {
-        guard let end = endOfStanza(openStanzaName) else { return }
+        guard let end = endOfStanza(nil) else { return }
         if pending.childClosed, let payloadHandler {
             lastEventEnd = end
-            let taken = pending.text.withUnsafeBytes { payloadHandler($0) }
+            // The text's storage is the parser's own and no callback of this feed runs during the handler.
+            let taken = payloadHandler.pointee(pending.text.bytes)
             if taken {
                 pending.clear()
                 return
@@ -631,7 +649,7 @@ public final class XMLStreamParser {
             return
         }
         if pending.depth == 2 {
-            pending.text.append(contentsOf: buffer)
+            pending.text.append(buffer)
             return
         }
         if pending.depth == 1 {
@@ -721,14 +739,15 @@ extension XMLStreamParser {
         sax.initialized = ccsd_xml_sax2_magic()
 
         sax.startElementNs = { ctx, localname, _, uri, _, _, attributeCount, _, attributes in
-            owner(ctx).startElement(
-                localname: localname, uri: uri, attributeCount: Int(attributeCount), attributes: attributes)
+            withOwner(ctx) {
+                $0.startElement(localname: localname, uri: uri, attributeCount: Int(attributeCount), attributes: attributes)
+            }
         }
-        sax.endElementNs = { ctx, _, _, _ in owner(ctx).endElement() }
-        let characters: charactersSAXFunc = { ctx, chars, length in owner(ctx).characters(chars, length) }
+        sax.endElementNs = { ctx, _, _, _ in withOwner(ctx) { $0.endElement() } }
+        let characters: charactersSAXFunc = { ctx, chars, length in withOwner(ctx) { $0.characters(chars, length) } }
         sax.characters = characters
         sax.ignorableWhitespace = characters
-        sax.cdataBlock = { ctx, chars, length in owner(ctx).characters(chars, length) }
+        sax.cdataBlock = { ctx, chars, length in withOwner(ctx) { $0.characters(chars, length) } }
 
         sax.internalSubset = { ctx, name, _, _ in
             let parser = owner(ctx)
@@ -778,6 +797,14 @@ extension XMLStreamParser {
 /// The parser behind a SAX callback's user data (`Unmanaged.passUnretained(self)`, see `makeContext`).
 private func owner(_ ctx: UnsafeMutableRawPointer?) -> XMLStreamParser {
     Unmanaged<XMLStreamParser>.fromOpaque(ctx!).takeUnretainedValue()
+}
+
+/// Runs `body` on the parser behind a SAX callback's user data without retaining and releasing it around the
+/// call (the content callbacks, several per stanza). Safe: libxml2 calls back only inside `xmlParseChunk`,
+/// which only `parse` calls, a method of that very parser, so the parser is alive for the whole callback.
+@inline(__always)
+private func withOwner(_ ctx: UnsafeMutableRawPointer?, _ body: (XMLStreamParser) -> Void) {
+    Unmanaged<XMLStreamParser>.fromOpaque(ctx!)._withUnsafeGuaranteedRef(body)
 }
 
 private func string(_ chars: UnsafePointer<xmlChar>?) -> String {

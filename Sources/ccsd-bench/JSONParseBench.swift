@@ -16,7 +16,7 @@ enum JSONParseBench {
         }
         let lines = text.split(separator: "\n").map(String.init)
         let foundationOnly = arguments.dropFirst(3).contains("--foundation-only")
-        let checksum = JSONFrontDoor.$foundationOnly.withValue(foundationOnly) {
+        let checksum = JSONFrontDoor.foundationOnlySwitch.withValue(foundationOnly) {
             arguments[0] == "intake" ? intake(lines, count) : inbound(lines, count)
         }
         print(checksum)

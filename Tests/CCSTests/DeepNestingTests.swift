@@ -15,7 +15,7 @@ import XMLStream
 
     @Test func sixtyFourLevelsParseAndSixtyFiveAreRefusedWithTheRule() {
         for foundationOnly in [false, true] {
-            JSONFrontDoor.$foundationOnly.withValue(foundationOnly) {
+            JSONFrontDoor.foundationOnlySwitch.withValue(foundationOnly) {
                 #expect((try? JSONValue.parse(Self.arrays(64)))?.arrayValue != nil)
                 #expect((try? JSONValue.parse(Self.objects(64)))?.objectValue != nil)
                 for text in [Self.arrays(65), Self.objects(65), "[" + Self.objects(64) + "]"] {
@@ -39,7 +39,7 @@ import XMLStream
         let brackets = String(repeating: "[{", count: 100)
         let text = #"{"a":"\"\#(brackets)\\","b":1}"#  // an escaped quote, then brackets, then an escaped backslash
         for foundationOnly in [false, true] {
-            JSONFrontDoor.$foundationOnly.withValue(foundationOnly) {
+            JSONFrontDoor.foundationOnlySwitch.withValue(foundationOnly) {
                 #expect((try? JSONValue.parse(text)) == .object(["a": .string("\"" + brackets + "\\"), "b": .int(1)]))
             }
         }

@@ -40,7 +40,7 @@ import XMLStream
             let stanza = XMLElement(name: "message", namespace: XMLNamespace.client, attributes: [],
                                     children: [XMLElement(name: "gcm", namespace: XMLNamespace.gcm, text: json)])
             let inbound = Result { () throws(InboundParseError) in try InboundMessage.parse(stanza: stanza) }
-            let old = JSONFrontDoor.$foundationOnly.withValue(true) {
+            let old = JSONFrontDoor.foundationOnlySwitch.withValue(true) {
                 Result { () throws(InboundParseError) in try InboundMessage.parse(stanza: stanza) }
             }
             #expect(inbound == old, "\(json)")
@@ -74,7 +74,7 @@ import XMLStream
         }
         payloads += [[0xFF], Array(#"{"message_type":"ack","message_id":"m-"#.utf8) + [0xC3] + Array(#"","from":"t"}"#.utf8)]
         for foundationOnly in [false, true] {
-            JSONFrontDoor.$foundationOnly.withValue(foundationOnly) {
+            JSONFrontDoor.foundationOnlySwitch.withValue(foundationOnly) {
                 for payload in payloads {
                     let text = String(decoding: payload, as: UTF8.self)
                     let stanza = XMLElement(name: "message", namespace: XMLNamespace.client, attributes: [.init(name: "id", value: "")],

@@ -31,7 +31,7 @@ import XMLStream
     }
 
     static func reference<T>(_ body: () throws -> T) rethrows -> T {
-        try JSONFrontDoor.$foundationOnly.withValue(true) { try body() }
+        try JSONFrontDoor.foundationOnlySwitch.withValue(true) { try body() }
     }
 
     /// The value (or error) of `JSONValue.parse`, intake validation and inbound classification of `data`,

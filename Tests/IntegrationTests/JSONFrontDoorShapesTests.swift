@@ -66,13 +66,13 @@ import XMLStream
         for shape in Self.shapes() {
             let data = Data(shape.json.utf8)
             let front = Result { () throws(JSONValue.ParseError) in try JSONValue.parse(data) }
-            let old = JSONFrontDoor.$foundationOnly.withValue(true) { Result { () throws(JSONValue.ParseError) in try JSONValue.parse(data) } }
+            let old = JSONFrontDoor.foundationOnlySwitch.withValue(true) { Result { () throws(JSONValue.ParseError) in try JSONValue.parse(data) } }
             #expect(front == old, "\(shape.name)")
             #expect(front.map { $0.serialized() } == old.map { $0.serialized() }, "\(shape.name)")
             let stanza = XMLElement(name: "message", namespace: XMLNamespace.client, attributes: [],
                                     children: [XMLElement(name: "gcm", namespace: XMLNamespace.gcm, text: shape.json)])
             let inbound = Result { () throws(InboundParseError) in try InboundMessage.parse(stanza: stanza) }
-            let oldInbound = JSONFrontDoor.$foundationOnly.withValue(true) {
+            let oldInbound = JSONFrontDoor.foundationOnlySwitch.withValue(true) {
                 Result { () throws(InboundParseError) in try InboundMessage.parse(stanza: stanza) }
             }
             #expect(inbound == oldInbound, "\(shape.name)")

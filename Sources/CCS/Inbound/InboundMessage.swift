@@ -338,10 +338,12 @@ extension InboundMessage {
     /// `read(_:)` over the text's UTF-8 bytes.
     private static func read(_ bytes: UnsafeRawBufferPointer) -> Read? {
         JSONFrontDoor.withObject(utf8: bytes) { (object: borrowing JSONFrontDoor.ObjectView) -> Read? in
-            // The type compared as bytes: no `String` of it is needed.
-            let isAck = object.string("message_type", is: "ack")
-            guard isAck || object.string("message_type", is: "nack"),
-                  let messageID = object.string("message_id"), !messageID.isEmpty else { return object.dictionary().map(Read.object) }
+            // The type compared as bytes: no `String` of it is needed. (Keys and values are `StaticString`s,
+            // read in place.)
+            let messageType: StaticString = "message_type", messageIDKey: StaticString = "message_id"
+            let isAck = object.string(messageType, is: "ack" as StaticString)
+            guard isAck || object.string(messageType, is: "nack" as StaticString),
+                  let messageID = object.string(messageIDKey), !messageID.isEmpty else { return object.dictionary().map(Read.object) }
             // Members found so far (keys are distinct): once they are all of the object's members, the others
             // are absent without a lookup each (the usual ack is message_type, message_id and from alone).
             var found = 2
@@ -360,7 +362,7 @@ extension InboundMessage {
     }
 
     /// The string member `key`, looked up only while some member is not yet found (`found` of them are).
-    private static func member(_ key: String, of object: borrowing JSONFrontDoor.ObjectView, found: inout Int) -> String? {
+    private static func member(_ key: StaticString, of object: borrowing JSONFrontDoor.ObjectView, found: inout Int) -> String? {
         guard found < object.count, let value = object.string(key) else { return nil }
         found += 1
         return value
@@ -368,7 +370,8 @@ extension InboundMessage {
 
     /// True when an ack or nack has device-group members (read by `classify`'s general path).
     private static func hasGroupMembers(_ object: borrowing JSONFrontDoor.ObjectView) -> Bool {
-        object.contains("success") || object.contains("failure") || object.contains("failed_registration_ids")
+        object.contains("success" as StaticString) || object.contains("failure" as StaticString)
+            || object.contains("failed_registration_ids" as StaticString)
     }
 
     /// The message_id's JSON literal when `messageID` (as decoded) may hide unpaired surrogates (it has

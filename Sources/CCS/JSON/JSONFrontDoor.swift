@@ -19,9 +19,11 @@ public enum JSONFrontDoor {
     /// Nesting (objects and arrays) beyond this is declined to Foundation, which decides (CCS payloads nest 3 deep).
     public static let maxDepth = 64
 
-    /// Set by tests and `ccsd-bench json-parse` only: every parse goes to Foundation alone
-    /// (`JSONValue.parseWithFoundation`), the path ccsd used before this door, so that the two can be compared.
-    @TaskLocal package static var foundationOnly = false
+    /// Set by tests and `ccsd-bench json-parse` only (`foundationOnlySwitch.withValue(true) { … }`): every
+    /// parse goes to Foundation alone (`JSONValue.parseWithFoundation`), the path ccsd used before this door,
+    /// so that the two can be compared. A `TaskFlag`: one atomic load per read while nobody binds it.
+    package static let foundationOnlySwitch = TaskFlag()
+    package static var foundationOnly: Bool { foundationOnlySwitch.value }
 
     /// Parses one JSON text into a `JSONValue`.
     /// - Throws: `JSONValue.ParseError` when the text is not JSON (Foundation's reason and position).
@@ -119,9 +121,36 @@ public enum JSONFrontDoor {
         /// True when the object has a member named `key`.
         public func contains(_ key: String) -> Bool { index(of: key) != nil }
 
+        // The same three reads with the key (and value) as a `StaticString`: its bytes are read in place, with
+        // no reference counted (an ack's reader looks up three or four members per ack).
+
+        /// `string(_:)` for a key known at compile time.
+        public func string(_ key: StaticString) -> String? {
+            guard let at = index(of: Self.utf8(key)), tokens[at + 1].kind == UInt8(CCSD_JSON_STRING.rawValue) else { return nil }
+            return JSONFrontDoor.text(tokens[at + 1])
+        }
+
+        /// `string(_:is:)` for a key and value known at compile time.
+        public func string(_ key: StaticString, is value: StaticString) -> Bool {
+            guard let at = index(of: Self.utf8(key)), tokens[at + 1].kind == UInt8(CCSD_JSON_STRING.rawValue) else { return false }
+            return JSONFrontDoor.sameText(tokens[at + 1], Self.utf8(value))
+        }
+
+        /// `contains(_:)` for a key known at compile time.
+        public func contains(_ key: StaticString) -> Bool { index(of: Self.utf8(key)) != nil }
+
         private func index(of key: String) -> Int? {
             var key = key
-            return key.withUTF8 { wanted in keys[0..<count].first { JSONFrontDoor.sameText(tokens[$0], wanted) } }
+            return key.withUTF8 { index(of: $0) }
+        }
+
+        private func index(of wanted: UnsafeBufferPointer<UInt8>) -> Int? {
+            for at in keys[0..<count] where JSONFrontDoor.sameText(tokens[at], wanted) { return at }
+            return nil
+        }
+
+        private static func utf8(_ text: StaticString) -> UnsafeBufferPointer<UInt8> {
+            UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
         }
     }
 
@@ -236,8 +265,21 @@ public enum JSONFrontDoor {
         String(decoding: UnsafeRawBufferPointer(start: token.text, count: Int(token.length)), as: UTF8.self)
     }
 
+    /// Eight bytes at a time (every key of every object read through `withObject` is checked).
     static func isASCII(_ token: ccsd_json_token) -> Bool {
-        UnsafeRawBufferPointer(start: token.text, count: Int(token.length)).allSatisfy { $0 < 0x80 }
+        guard let text = token.text else { return true }
+        let bytes = UnsafeRawPointer(text)
+        let count = Int(token.length)
+        var index = 0
+        while index + 8 <= count {
+            if bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self) & 0x8080_8080_8080_8080 != 0 { return false }
+            index += 8
+        }
+        while index < count {
+            if bytes.load(fromByteOffset: index, as: UInt8.self) >= 0x80 { return false }
+            index += 1
+        }
+        return true
     }
 
     static func sameText(_ a: ccsd_json_token, _ b: ccsd_json_token) -> Bool {

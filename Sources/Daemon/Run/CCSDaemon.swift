@@ -134,8 +134,28 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
 
     /// Seconds since the daemon was made, monotonic (the dispatcher's clock).
     public func now() -> Double {
-        let (seconds, attoseconds) = (scheduler.now - origin).components
-        return Double(seconds) + Double(attoseconds) / 1e18
+        Self.seconds(scheduler.now - origin)
+    }
+
+    /// `duration` in seconds, `Double(seconds) + Double(attoseconds) / 1e18` of its `components`. Taken once per
+    /// ack: `components` divides 128 bits by 10^18 (about 190 instructions), so a duration that is not negative
+    /// is split by an estimate in `Double` corrected to the exact quotient (the same two parts, so the same
+    /// result); a negative one takes `components` (`CCSDaemonClockTests` checks both).
+    static func seconds(_ duration: Duration) -> Double {
+        let total = duration.attoseconds
+        guard total >= 0, total < Int128(1) << 100 else {  // up to about 40,000 years
+            let (seconds, attoseconds) = duration.components
+            return Double(seconds) + Double(attoseconds) / 1e18
+        }
+        let perSecond: Int128 = 1_000_000_000_000_000_000
+        // The estimate from the two 64-bit halves: `Double(Int128)` is a generic conversion of thousands of
+        // instructions.
+        let estimate = Double(Int64(truncatingIfNeeded: total >> 64)) * 0x1p64 + Double(UInt64(truncatingIfNeeded: total))
+        var seconds = Int128(Int64((estimate / 1e18).rounded(.down)))
+        var rest = total - seconds * perSecond
+        while rest < 0 { seconds -= 1; rest += perSecond }
+        while rest >= perSecond { seconds += 1; rest -= perSecond }
+        return Double(Int64(seconds)) + Double(Int64(rest)) / 1e18
     }
 
     /// Where `seconds` of the dispatcher's clock fall on the loop's clock.
