@@ -90,17 +90,10 @@ extension JSONValue {
         let end = bytes.count
         var runStart = 0
         var index = 0
-        var checkedTo = 0  // bytes before this were seen by the word test below and need a closer look
         while index < end {
-            if index >= checkedTo, end - index >= 8 {
-                // Eight bytes at a time: none of them may need an escape (the usual case) is one test.
-                let word = UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self)
-                if !mayNeedEscape(word) {
-                    index += 8
-                    continue
-                }
-                checkedTo = index + 8
-            }
+            // The bytes up to the next one that may need an escape (sixteen at a time) go as they are.
+            index = ByteScan.nextJSONStringSpecial(in: bytes, from: index)
+            if index == end { break }
             let byte = bytes[index]
             if byte >= 0x20 && byte != 0x22 && byte != 0x5C && byte != 0xEF {
                 index += 1
@@ -139,12 +132,6 @@ extension JSONValue {
             runStart = next
         }
         if runStart < end { run(runStart..<end) }
-    }
-
-    /// Whether any of the eight bytes of `word` is one `writeString` looks at (a C0 control, `"`, `\`, 0xEF),
-    /// by `ByteWord`'s tests; when it is, the bytes are looked at one by one.
-    private static func mayNeedEscape(_ word: UInt64) -> Bool {
-        ByteWord.hasBelow(word, 0x20) | ByteWord.has(word, 0x22) | ByteWord.has(word, 0x5C) | ByteWord.has(word, 0xEF) != 0
     }
 
     /// Appends the ASCII of a static text.
