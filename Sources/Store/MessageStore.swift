@@ -102,7 +102,8 @@ public struct StoreBatch: Sendable, Equatable {
             self.line = line
             self.finalMessageID = finalMessageID
             knownFinalHash = finalMessageID == nil ? nil : finalMessageIDHash
-            assert(finalMessageIDHash == nil || finalMessageID.map(SlotIndex.hash) == finalMessageIDHash, "a final message_id's hash that is not its own")
+            assert(finalMessageID == nil || finalMessageIDHash == nil || finalMessageID.map(SlotIndex.hash) == finalMessageIDHash,
+                   "a final message_id's hash that is not its own")
             self.handedOverMessageID = handedOverMessageID
         }
 

@@ -22,7 +22,8 @@ public struct RecordRequest: Sendable, Equatable {
         self.event = event
         self.finalMessageID = finalMessageID
         self.finalMessageIDHash = finalMessageIDHash ?? finalMessageID.map(SlotIndex.hash) ?? 0
-        assert(finalMessageIDHash == nil || finalMessageID.map(SlotIndex.hash) == finalMessageIDHash, "a final message_id's hash that is not its own")
+        assert(finalMessageID == nil || finalMessageIDHash == nil || finalMessageID.map(SlotIndex.hash) == finalMessageIDHash,
+                   "a final message_id's hash that is not its own")
         self.handedOverMessageID = handedOverMessageID
     }
 
