@@ -42,7 +42,9 @@ let package = Package(
         // Throwaway CAs and certificates for the emulator and the tests: development tooling, kept out of the
         // client's TLS module.
         .target(name: "Certificates", dependencies: ["TLS", "COpenSSL"]),
-        .target(name: "XMLStream", dependencies: ["CLibXML2"]),
+        // Byte scans (SSE2) for the escapes of the per-message path: XML text and attributes, JSON strings.
+        .target(name: "CByteScan"),
+        .target(name: "XMLStream", dependencies: ["CLibXML2", "CByteScan"]),
         .target(name: "XMPP", dependencies: ["TLS", "XMLStream"]),
         // JSON parsing through Debian's simdjson (C++, On-Demand API) behind a plain C header.
         .target(name: "CJSONFrontDoor", linkerSettings: [.linkedLibrary("simdjson")]),

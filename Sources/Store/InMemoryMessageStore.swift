@@ -123,7 +123,7 @@ extension InMemoryMessageStore.Tables {
             switch batch.operations[operation] {
             case .insert(let insert):
                 let id = insert.record.messageID
-                let hash = SlotIndex.hash(id)
+                let hash = insert.record.messageIDHash  // hashed once, when the record was made
                 let outcome: PersistOutcome
                 if let slot = slot(of: id, hash: hash) {
                     // Refused while live or while its final event is retained; a final message past its
@@ -172,7 +172,7 @@ extension InMemoryMessageStore.Tables {
                 slots[slot]!.entry.record.lastError = record.lastError
             case .record(let record):
                 result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
-                if let id = record.finalMessageID, let slot = slot(of: id, hash: SlotIndex.hash(id)) {
+                if let id = record.finalMessageID, let slot = slot(of: id, hash: record.finalMessageIDHash!) {
                     guard slots[slot]!.entry.finalEvent == nil else {
                         result.duplicateFinalRecords.append(record.id)
                         continue

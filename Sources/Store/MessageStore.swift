@@ -88,15 +88,34 @@ public struct StoreBatch: Sendable, Equatable {
         public var line: String
         /// The downstream message this event ends: marked final in the same transaction. If the message is
         /// already final, the event is not journaled (the first final event is kept).
-        public var finalMessageID: String?
+        public var finalMessageID: String? { didSet { knownFinalHash = nil } }
+        /// `SlotIndex.hash(finalMessageID)` as the dispatcher had it, if it was given (dropped when the id
+        /// changes); not part of equality.
+        private var knownFinalHash: UInt32?
         /// The upstream message or receipt this event hands over: remembered for dedupe.
         public var handedOverMessageID: String?
 
-        public init(id: UInt64, line: String, finalMessageID: String? = nil, handedOverMessageID: String? = nil) {
+        /// `finalMessageIDHash`, when given, must be `SlotIndex.hash(finalMessageID)` (`RecordRequest` carries it).
+        public init(id: UInt64, line: String, finalMessageID: String? = nil, finalMessageIDHash: UInt32? = nil,
+                    handedOverMessageID: String? = nil) {
             self.id = id
             self.line = line
             self.finalMessageID = finalMessageID
+            knownFinalHash = finalMessageID == nil ? nil : finalMessageIDHash
+            assert(finalMessageID == nil || finalMessageIDHash == nil || finalMessageID.map(SlotIndex.hash) == finalMessageIDHash,
+                   "a final message_id's hash that is not its own")
             self.handedOverMessageID = handedOverMessageID
+        }
+
+        /// `SlotIndex.hash(finalMessageID)`, hashed only when it was not given; nil without a final message.
+        var finalMessageIDHash: UInt32? {
+            guard let id = finalMessageID else { return nil }
+            return knownFinalHash ?? SlotIndex.hash(id)
+        }
+
+        public static func == (lhs: Record, rhs: Record) -> Bool {
+            lhs.id == rhs.id && lhs.line == rhs.line && lhs.finalMessageID == rhs.finalMessageID
+                && lhs.handedOverMessageID == rhs.handedOverMessageID
         }
     }
 
@@ -137,9 +156,9 @@ public struct StoreBatch: Sendable, Equatable {
     public mutating func insert(_ insert: consuming Insert) { operations.append(.insert(insert)) }
 
     public mutating func progress(_ record: consuming MessageRecord) {
-        // One hash of the message_id, kept for the memory store's commit.
+        // The record's message_id hash, kept for the memory store's commit.
         let id = record.messageID
-        let hash = SlotIndex.hash(id)
+        let hash = record.messageIDHash
         if let index = progressIndex.find(hash: hash, isKey: { operations[Int($0)].progressMessageID == id }) {
             operations[Int(index)] = .progress(record)
         } else {

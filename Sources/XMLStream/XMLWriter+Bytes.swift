@@ -66,17 +66,10 @@ extension XMLWriter {
         let end = bytes.count
         var runStart = 0
         var index = 0
-        var checkedTo = 0  // bytes before this were seen by the word test below and need a closer look
         while index < end {
-            if index >= checkedTo, end - index >= 8 {
-                // Eight bytes at a time: none of them may need a replacement (the usual case) is one test.
-                let word = UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self)
-                if !mayNeedReplacement(word, inAttribute: inAttribute) {
-                    index += 8
-                    continue
-                }
-                checkedTo = index + 8
-            }
+            // The bytes up to the next one that may need a replacement (sixteen at a time) go as they are.
+            index = ByteScan.nextXMLSpecial(in: bytes, from: index, inAttribute: inAttribute)
+            if index == end { break }
             let byte = bytes[index]
             // Bytes below 0x40 that may need a replacement are the bits of `special`; above, only 0xEF
             // (which leads U+FFFE and U+FFFF).
@@ -118,14 +111,5 @@ extension XMLWriter {
             runStart = next
         }
         if runStart < end { run(runStart..<end) }
-    }
-
-    /// Whether any of the eight bytes of `word` is one `appendEscaped` looks at (a C0 control, `&`, `<`, `>`,
-    /// 0xEF, and in an attribute `"` `'`), by `ByteWord`'s tests; when it is, the bytes are looked at one by one.
-    private static func mayNeedReplacement(_ word: UInt64, inAttribute: Bool) -> Bool {
-        var found = ByteWord.hasBelow(word, 0x20) | ByteWord.has(word, 0x26) | ByteWord.has(word, 0x3C)
-            | ByteWord.has(word, 0x3E) | ByteWord.has(word, 0xEF)
-        if inAttribute { found |= ByteWord.has(word, 0x22) | ByteWord.has(word, 0x27) }
-        return found != 0
     }
 }

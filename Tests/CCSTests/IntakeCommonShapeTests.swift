@@ -51,6 +51,21 @@ import Testing
         #expect(message.jsonString() == #"{"to":"bench-token-7-APA91bHPRgkFLJu4x","message_id":"b-7","time_to_live":600,"data":{"score":"8","text":"benchmark payload <&>"}}"#)
     }
 
+    /// The shortcut writes its text into room sized from the line (`DownstreamIntake.Writer`): strings whose
+    /// escapes grow when written back (`\b` and `\f` come back as six-byte `\u0008` `\u000c`, a raw U+FFFF as
+    /// `\uffff`) still fit, in every string member and in `data` keys and values, and give the full path's text.
+    @Test func escapesThatGrowWhenWrittenBackAgree() {
+        let grows = String(repeating: #"\b\f"#, count: 40), wide = String(repeating: "\u{FFFF}", count: 30)
+        let lines = [
+            #"{"to":"tok-1","message_id":"m-1","collapse_key":"\#(grows)","data":{"\#(grows)":"\#(grows)"}}"#,
+            #"{"condition":"'a' in topics","message_id":"\#(wide)","data":{"k":"\#(wide)","\#(grows)x":"\#(wide)"}}"#,
+            #"{"to":"tok-2","collapse_key":"\#(grows)\#(wide)","time_to_live":2419200,"data":{"a":"\#(grows)"}}"#,
+        ]
+        for (index, line) in lines.enumerated() {
+            #expect(Self.expectAgreement(Data(line.utf8), "line \(index)"), "line \(index) took the shortcut")
+        }
+    }
+
     /// Texts around one generated message: as written, pretty-printed by Foundation, and with one member
     /// changed to each unusual or broken value the shortcut must leave to the full path.
     static func variants(of message: DownstreamMessage, _ generator: inout MessageGenerator) -> [(String, String)] {

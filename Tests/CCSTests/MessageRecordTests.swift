@@ -23,4 +23,23 @@ import Testing
         #expect(fromText.stanza == fromBytes.stanza)
         #expect(fromText.stanza == Array(CCSStanza.downstream(messageID: "m", json: json).utf8))
     }
+
+    /// A record carries its message_id's hash (`messageIDHash`), which the live table, a store batch and the
+    /// memory store file it under instead of hashing the message_id again: it is `SlotIndex.hash` of the
+    /// message_id from either initializer, and the final record request carries the same one, given or not.
+    @Test(arguments: ["m-1", "", "ccsd-20261201-000001", "é中😀 long enough to live outside the string's inline storage"])
+    func theMessageIDHashIsTheOneSlotIndexGives(messageID: String) {
+        let fromText = MessageRecord(messageID: messageID, json: "{}", to: "t", rateKey: "t", acceptedAt: 0,
+                                     acceptedAtUnixMillis: 0, timeToLive: 60)
+        let fromBytes = MessageRecord(messageID: messageID, jsonUTF8: Array("{}".utf8), to: "t", rateKey: "t", acceptedAt: 0,
+                                      acceptedAtUnixMillis: 0, timeToLive: 60)
+        #expect(fromText.messageIDHash == SlotIndex.hash(messageID))
+        #expect(fromBytes.messageIDHash == SlotIndex.hash(messageID))
+        let given = RecordRequest(id: 1, event: .expired(messageID: messageID), finalMessageID: messageID,
+                                  finalMessageIDHash: fromText.messageIDHash)
+        let computed = RecordRequest(id: 1, event: .expired(messageID: messageID), finalMessageID: messageID)
+        #expect(given == computed)
+        #expect(computed.finalMessageIDHash == SlotIndex.hash(messageID))
+        #expect(RecordRequest(id: 2, event: .expired(messageID: messageID)).finalMessageIDHash == 0)
+    }
 }

@@ -213,4 +213,29 @@ import Testing
         store.close()
         #expect(throws: StoreError.self) { try store.commit(batch(inserting: ["m"]), nowUnixMillis: 1) }
     }
+
+    /// A final record with its message_id's hash given (as the daemon passes it on from the dispatcher) and one
+    /// without (hashed by the store) are the same record and end the same message; a record whose id is
+    /// changed afterwards drops the given hash.
+    @Test(arguments: StoreKind.allCases)
+    func aFinalFoundByItsGivenHashOrByHashingAgree(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = try kind.make(in: directory)
+        defer { store.close() }
+        _ = try store.commit(batch { b in
+            b.insert(insert("a", at: 1_000, line: 1))
+            b.insert(insert("b", at: 1_000, line: 2))
+        }, nowUnixMillis: 2_000)
+        let given = StoreBatch.Record(id: 1, line: finalLine("a"), finalMessageID: "a", finalMessageIDHash: SlotIndex.hash("a"))
+        #expect(given == final(1, "a"))
+        var moved = StoreBatch.Record(id: 2, line: finalLine("b"), finalMessageID: "a", finalMessageIDHash: SlotIndex.hash("a"))
+        moved.finalMessageID = "b"
+        let result = try store.commit(batch { b in
+            b.record(given)
+            b.record(moved)
+        }, nowUnixMillis: 3_000)
+        #expect(result.journaled.map(\.line) == [finalLine("a"), finalLine("b")])
+        #expect(try store.storedMessage("a")?.finalEvent == finalLine("a"))
+        #expect(try store.storedMessage("b")?.finalEvent == finalLine("b"))
+    }
 }

@@ -162,12 +162,12 @@ extension Dispatcher {
 
     /// Asks for `event` to be journaled; returns its record id. `event` is taken, not copied, into the request.
     @discardableResult
-    mutating func record(_ event: consuming DispatcherEvent, finalMessageID: String? = nil, handedOverMessageID: String? = nil,
-                         actions: inout [DispatcherAction]) -> UInt64 {
+    mutating func record(_ event: consuming DispatcherEvent, finalMessageID: String? = nil, finalMessageIDHash: UInt32? = nil,
+                         handedOverMessageID: String? = nil, actions: inout [DispatcherAction]) -> UInt64 {
         if case .nacked(_, let error, _, let final, _, _) = event { counters.countNack(code: error, final: final) }
         lastRecordID += 1
         actions.append(.record(RecordRequest(id: lastRecordID, event: event, finalMessageID: finalMessageID,
-                                             handedOverMessageID: handedOverMessageID)))
+                                             finalMessageIDHash: finalMessageIDHash, handedOverMessageID: handedOverMessageID)))
         return lastRecordID
     }
 
@@ -222,7 +222,8 @@ extension Dispatcher {
         table.setPlace(.finalizing, of: handle)
         finalizing += 1
         rateLimit.ended(table.rateKey(of: handle))
-        let recordID = self.record(event, finalMessageID: record.messageID, actions: &actions)
+        let recordID = self.record(event, finalMessageID: record.messageID, finalMessageIDHash: record.messageIDHash,
+                                   actions: &actions)
         pendingReleases.append((recordID, .finalize(handle)))
         return true
     }

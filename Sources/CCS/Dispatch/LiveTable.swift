@@ -96,9 +96,10 @@ struct LiveTable: Sendable {
         return entries[Int(slot)]
     }
 
-    /// Adds a message whose message_id is not in the table (its one hash); nil, and nothing changed, when it is.
+    /// Adds a message whose message_id is not in the table (by the hash its record carries); nil, and nothing
+    /// changed, when it is.
     mutating func insert(_ record: MessageRecord, place: Dispatcher.Place) -> Handle? {
-        let hash = SlotIndex.hash(record.messageID)
+        let hash = record.messageIDHash
         guard slot(of: record.messageID, hash: hash) == nil else { return nil }
         let slot = freeSlots.popLast() ?? Int32(entries.count)
         if Int(slot) == entries.count {

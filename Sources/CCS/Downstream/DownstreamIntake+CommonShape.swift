@@ -23,7 +23,11 @@ extension DownstreamIntake {
         return JSONFrontDoor.withTokens(utf8) { tokens in
             withUnsafeTemporaryAllocation(of: Int.self, capacity: Field.count) { at in
                 at.initialize(repeating: 0)
-                return readCommonShape(tokens, at, capacity: utf8.count)
+                // The text is written here first and copied once into an array of its exact size (see `Writer`).
+                let capacity = Writer.capacity(lineBytes: utf8.count)
+                return withUnsafeTemporaryAllocation(of: UInt8.self, capacity: capacity) { text in
+                    readCommonShape(tokens, at, text: Writer(text.baseAddress!, capacity: capacity))
+                }
             }
         }
     }
@@ -70,7 +74,7 @@ extension DownstreamIntake {
 
     /// The walk itself; `at[field]` is the token index of each member's value (0: absent).
     private static func readCommonShape(_ tokens: UnsafeBufferPointer<ccsd_json_token>, _ at: UnsafeMutableBufferPointer<Int>,
-                                        capacity: Int) -> DownstreamMessage? {
+                                        text: Writer) -> DownstreamMessage? {
         guard let top = tokens.first, kind(top, CCSD_JSON_OBJECT) else { return nil }
         var index = 1
         while index < Int(top.end) {
@@ -92,23 +96,22 @@ extension DownstreamIntake {
             return nil
         }
 
-        var out: [UInt8] = []
-        out.reserveCapacity(capacity + 16)
-        JSONValue.append("{", to: &out)
+        var out = text
+        out.put("{")
         let target: DownstreamMessage.Target
         switch (at[Field.to], at[Field.condition]) {
         case (1..., 0):
             guard let text = string(Field.to),
                   let valid = try? validateTarget(to: .string(text), condition: nil) else { return nil }
             target = valid
-            JSONValue.append("\"to\":", to: &out)
-            JSONValue.writeString(utf8: bytes(tokens[at[Field.to]]), to: &out)
+            out.put("\"to\":")
+            out.putString(bytes(tokens[at[Field.to]]))
         case (0, 1...):
             guard let text = string(Field.condition),
                   let valid = try? validateTarget(to: nil, condition: .string(text)) else { return nil }
             target = valid
-            JSONValue.append("\"condition\":", to: &out)
-            JSONValue.writeString(utf8: bytes(tokens[at[Field.condition]]), to: &out)
+            out.put("\"condition\":")
+            out.putString(bytes(tokens[at[Field.condition]]))
         default:
             return nil
         }
@@ -125,43 +128,41 @@ extension DownstreamIntake {
             guard kind(token, CCSD_JSON_STRING), token.length > 0,
                   !hasControlCharacter(UnsafeRawBufferPointer(bytes(token))) else { return nil }
             messageID = JSONFrontDoor.text(token)
-            JSONValue.append(",\"message_id\":", to: &out)
-            JSONValue.writeString(utf8: bytes(token), to: &out)
+            out.put(",\"message_id\":")
+            out.putString(bytes(token))
         }
         if at[Field.collapseKey] != 0 {
             guard let key = string(Field.collapseKey) else { return nil }
             collapseKey = key
-            JSONValue.append(",\"collapse_key\":", to: &out)
-            JSONValue.writeString(utf8: bytes(tokens[at[Field.collapseKey]]), to: &out)
+            out.put(",\"collapse_key\":")
+            out.putString(bytes(tokens[at[Field.collapseKey]]))
         }
         if at[Field.priority] != 0 {
             guard let text = string(Field.priority), let value = DownstreamMessage.Priority(rawValue: text) else { return nil }
             priority = value
-            JSONValue.append(",\"priority\":\"", to: &out)
-            out.append(contentsOf: value.rawValue.utf8)
-            JSONValue.append("\"", to: &out)
+            out.put(value == .high ? ",\"priority\":\"high\"" : ",\"priority\":\"normal\"")
         }
         guard case .some(let contentAvailable) = flag(Field.contentAvailable),
               case .some(let mutableContent) = flag(Field.mutableContent) else { return nil }
-        if let contentAvailable { JSONValue.append(contentAvailable ? ",\"content_available\":true" : ",\"content_available\":false", to: &out) }
-        if let mutableContent { JSONValue.append(mutableContent ? ",\"mutable_content\":true" : ",\"mutable_content\":false", to: &out) }
+        if let contentAvailable { out.put(contentAvailable ? ",\"content_available\":true" : ",\"content_available\":false") }
+        if let mutableContent { out.put(mutableContent ? ",\"mutable_content\":true" : ",\"mutable_content\":false") }
         if at[Field.timeToLive] != 0 {
             let token = tokens[at[Field.timeToLive]]
             guard kind(token, CCSD_JSON_NUMBER), let seconds = JSONFrontDoor.plainInteger(token),
                   seconds >= 0, seconds <= Int64(DownstreamMessage.maximumTimeToLive) else { return nil }
             timeToLive = Int(seconds)
-            JSONValue.append(",\"time_to_live\":", to: &out)
-            JSONValue.append(seconds, to: &out)
+            out.put(",\"time_to_live\":")
+            out.put(bytes(token))
         }
         guard case .some(let dryRun) = flag(Field.dryRun),
               case .some(let deliveryReceiptRequested) = flag(Field.deliveryReceiptRequested) else { return nil }
-        if let dryRun { JSONValue.append(dryRun ? ",\"dry_run\":true" : ",\"dry_run\":false", to: &out) }
+        if let dryRun { out.put(dryRun ? ",\"dry_run\":true" : ",\"dry_run\":false") }
         if let deliveryReceiptRequested {
-            JSONValue.append(deliveryReceiptRequested ? ",\"delivery_receipt_requested\":true" : ",\"delivery_receipt_requested\":false", to: &out)
+            out.put(deliveryReceiptRequested ? ",\"delivery_receipt_requested\":true" : ",\"delivery_receipt_requested\":false")
         }
         var dataRange: Range<Int>?
         if at[Field.data] != 0 {
-            JSONValue.append(",\"data\":", to: &out)
+            out.put(",\"data\":")
             let start = out.count
             guard writeData(tokens, at: at[Field.data], to: &out) else { return nil }
             // What `jsonUTF8()` writes for `data` is at least `payloadByteCount` (it writes U+FFFE and U+FFFF
@@ -171,18 +172,18 @@ extension DownstreamIntake {
             guard out.count - start <= limit else { return nil }
             dataRange = start..<out.count
         }
-        JSONValue.append("}", to: &out)
+        out.put("}")
         // `data` stays in the text (the message reads it from there when asked): no dictionary per message.
         return DownstreamMessage(target: target, messageID: messageID, collapseKey: collapseKey, priority: priority,
                                  contentAvailable: contentAvailable, mutableContent: mutableContent, timeToLive: timeToLive,
                                  dryRun: dryRun, deliveryReceiptRequested: deliveryReceiptRequested,
-                                 encoded: EncodedJSON(bytes: out, messageIDOffset: messageIDOffset, dataRange: dataRange))
+                                 encoded: EncodedJSON(bytes: out.bytes, messageIDOffset: messageIDOffset, dataRange: dataRange))
     }
 
     /// Writes `data` at token `at` to `out` with its keys sorted, as `jsonUTF8()` does, when it is an object
     /// of ASCII keys (so that bytes order and compare them as `String` does), none reserved nor repeated, to
     /// strings; false otherwise.
-    private static func writeData(_ tokens: UnsafeBufferPointer<ccsd_json_token>, at: Int, to out: inout [UInt8]) -> Bool {
+    private static func writeData(_ tokens: UnsafeBufferPointer<ccsd_json_token>, at: Int, to out: inout Writer) -> Bool {
         let object = tokens[at]
         guard kind(object, CCSD_JSON_OBJECT) else { return false }
         let count = (Int(object.end) - at - 1) / 2  // key, string value: other values are declined below
@@ -212,20 +213,65 @@ extension DownstreamIntake {
                 }
                 keys[j] = key
             }
-            out.append(UInt8(ascii: "{"))
+            out.put("{")
             for slot in 0..<count {
                 let key = keys[slot]
                 if slot > 0 {
                     guard less(keys[slot - 1], key) else { return false }  // a repeated key: the full path decides
-                    out.append(UInt8(ascii: ","))
+                    out.put(",")
                 }
                 guard !isReservedDataKey(ascii: bytes(tokens[key])) else { return false }
-                JSONValue.writeString(utf8: bytes(tokens[key]), to: &out)
-                out.append(UInt8(ascii: ":"))
-                JSONValue.writeString(utf8: bytes(tokens[key + 1]), to: &out)
+                out.putString(bytes(tokens[key]))
+                out.put(":")
+                out.putString(bytes(tokens[key + 1]))
             }
-            out.append(UInt8(ascii: "}"))
+            out.put("}")
             return true
+        }
+    }
+
+    /// Writes the message's text forward into memory sized for the whole line beforehand, and makes the one
+    /// array of its exact size at the end (`bytes`): appending each piece to an array cost about 90
+    /// instructions per piece (uniqueness and capacity checks), and a line has about fifteen pieces.
+    ///
+    /// Room: every piece written stands for a token of the line at least a sixth as long (a string's
+    /// escapes take at most six bytes per byte of its text, `JSONValue.maximumStringBytes`; keys, numbers,
+    /// literals and punctuation are written as they are in the line), so six times the line and a margin
+    /// hold any text the shortcut writes. Checked in debug builds.
+    fileprivate struct Writer {
+        private let start: UnsafeMutablePointer<UInt8>
+        private var at: UnsafeMutablePointer<UInt8>
+        private let capacity: Int
+
+        static func capacity(lineBytes: Int) -> Int { 6 * lineBytes + 64 }
+
+        init(_ start: UnsafeMutablePointer<UInt8>, capacity: Int) {
+            self.start = start
+            at = start
+            self.capacity = capacity
+        }
+
+        /// Bytes written so far.
+        var count: Int { start.distance(to: at) }
+
+        /// What was written, as an array of its size.
+        var bytes: [UInt8] { [UInt8](UnsafeBufferPointer(start: start, count: count)) }
+
+        mutating func put(_ text: StaticString) {
+            put(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+        }
+
+        /// Bytes as they are (a plain integer's digits are what `jsonUTF8()` writes for it).
+        mutating func put(_ bytes: UnsafeBufferPointer<UInt8>) {
+            assert(count + bytes.count <= capacity, "the common shape's text outgrew its room")
+            at.initialize(from: bytes.baseAddress!, count: bytes.count)
+            at += bytes.count
+        }
+
+        /// `text` as a JSON string (`JSONValue.writeString`'s rule).
+        mutating func putString(_ text: UnsafeBufferPointer<UInt8>) {
+            assert(count + JSONValue.maximumStringBytes(text.count) <= capacity, "the common shape's text outgrew its room")
+            at += JSONValue.writeString(utf8: text, at: at)
         }
     }
 }

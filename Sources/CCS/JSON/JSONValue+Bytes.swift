@@ -53,63 +53,85 @@ extension JSONValue {
     static func writeString(utf8 bytes: UnsafeBufferPointer<UInt8>, to out: inout [UInt8]) {
         out.reserveCapacity(out.count + bytes.count + 2)
         out.append(UInt8(ascii: "\""))
+        walkString(bytes, run: { out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[$0])) },
+                   escape: { out.append(contentsOf: $0) })
+        out.append(UInt8(ascii: "\""))
+    }
+
+    /// The most bytes `writeString(utf8:at:)` writes for `count` bytes of text: the quotes, and six bytes
+    /// (`\u00XX`) for each byte at worst.
+    static func maximumStringBytes(_ count: Int) -> Int { 2 + 6 * count }
+
+    /// Writes the bytes `writeString(utf8:to:)` appends at `out`, which has room for
+    /// `maximumStringBytes(bytes.count)` bytes, and returns how many it wrote: for a caller that sized one
+    /// buffer for a whole text (intake's common shape), with no `Array` growth or uniqueness check per piece.
+    static func writeString(utf8 bytes: UnsafeBufferPointer<UInt8>, at out: UnsafeMutablePointer<UInt8>) -> Int {
+        var at = out
+        at.initialize(to: UInt8(ascii: "\""))
+        at += 1
+        walkString(bytes, run: { range in
+            at.initialize(from: bytes.baseAddress! + range.lowerBound, count: range.count)
+            at += range.count
+        }, escape: { escape in
+            at.initialize(from: escape.baseAddress!, count: escape.count)
+            at += escape.count
+        })
+        at.initialize(to: UInt8(ascii: "\""))
+        at += 1
+        return out.distance(to: at)
+    }
+
+    /// The escaping rule of a JSON string, walked once over valid UTF-8 `bytes` (the quotes are the caller's):
+    /// `run` gets each non-empty range copied as it is and `escape` the bytes of each escape, in order. Every
+    /// string written as bytes (appended or written in place) is this one walk, so they cannot disagree.
+    @inline(__always)
+    private static func walkString(_ bytes: UnsafeBufferPointer<UInt8>, run: (Range<Int>) -> Void,
+                                   escape: (UnsafeBufferPointer<UInt8>) -> Void) {
         let end = bytes.count
         var runStart = 0
         var index = 0
-        var checkedTo = 0  // bytes before this were seen by the word test below and need a closer look
         while index < end {
-            if index >= checkedTo, end - index >= 8 {
-                // Eight bytes at a time: none of them may need an escape (the usual case) is one test.
-                let word = UnsafeRawPointer(bytes.baseAddress! + index).loadUnaligned(as: UInt64.self)
-                if !mayNeedEscape(word) {
-                    index += 8
-                    continue
-                }
-                checkedTo = index + 8
-            }
+            // The bytes up to the next one that may need an escape (sixteen at a time) go as they are.
+            index = ByteScan.nextJSONStringSpecial(in: bytes, from: index)
+            if index == end { break }
             let byte = bytes[index]
             if byte >= 0x20 && byte != 0x22 && byte != 0x5C && byte != 0xEF {
                 index += 1
                 continue
             }
             var next = index + 1
-            let escape: StaticString
+            let text: StaticString
             switch byte {
-            case 0x22: escape = "\\\""
-            case 0x5C: escape = "\\\\"
-            case 0x0A: escape = "\\n"
-            case 0x0D: escape = "\\r"
-            case 0x09: escape = "\\t"
+            case 0x22: text = "\\\""
+            case 0x5C: text = "\\\\"
+            case 0x0A: text = "\\n"
+            case 0x0D: text = "\\r"
+            case 0x09: text = "\\t"
             case 0xEF:
                 guard index + 2 < end, bytes[index + 1] == 0xBF, bytes[index + 2] == 0xBE || bytes[index + 2] == 0xBF else {
                     index = next
                     continue
                 }
-                escape = bytes[index + 2] == 0xBE ? "\\ufffe" : "\\uffff"
+                text = bytes[index + 2] == 0xBE ? "\\ufffe" : "\\uffff"
                 next = index + 3
             default:
                 // Other C0 controls: \u00XX, lowercase hex.
-                out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
+                if runStart < index { run(runStart..<index) }
                 let hex: StaticString = "0123456789abcdef"
-                out.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"),
-                                        hex.utf8Start[Int(byte >> 4)], hex.utf8Start[Int(byte & 0xF)]])
+                var code: (UInt8, UInt8, UInt8, UInt8, UInt8, UInt8) = (UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"),
+                                                                        UInt8(ascii: "0"), hex.utf8Start[Int(byte >> 4)],
+                                                                        hex.utf8Start[Int(byte & 0xF)])
+                withUnsafeBytes(of: &code) { escape(UnsafeBufferPointer(start: $0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: 6)) }
                 index = next
                 runStart = next
                 continue
             }
-            out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<index]))
-            escape.withUTF8Buffer { out.append(contentsOf: $0) }
+            if runStart < index { run(runStart..<index) }
+            escape(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
             index = next
             runStart = next
         }
-        out.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[runStart..<end]))
-        out.append(UInt8(ascii: "\""))
-    }
-
-    /// Whether any of the eight bytes of `word` is one `writeString` looks at (a C0 control, `"`, `\`, 0xEF),
-    /// by `ByteWord`'s tests; when it is, the bytes are looked at one by one.
-    private static func mayNeedEscape(_ word: UInt64) -> Bool {
-        ByteWord.hasBelow(word, 0x20) | ByteWord.has(word, 0x22) | ByteWord.has(word, 0x5C) | ByteWord.has(word, 0xEF) != 0
+        if runStart < end { run(runStart..<end) }
     }
 
     /// Appends the ASCII of a static text.

@@ -7,6 +7,9 @@ public struct MessageRecord: Sendable, Equatable {
     /// queues and the store per message, and a copy then costs one reference, not one per field.
     private final class Fixed: Sendable {
         let messageID: String
+        /// `SlotIndex.hash(messageID)`: the live table, a store batch's progress and the memory store file
+        /// the message under it, so its message_id is hashed once on its way in, not once per table.
+        let messageIDHash: UInt32
         let jsonUTF8: [UInt8]
         let stanza: [UInt8]
         let to: String
@@ -18,6 +21,7 @@ public struct MessageRecord: Sendable, Equatable {
         init(messageID: String, jsonUTF8: [UInt8], stanza: [UInt8], to: String, rateKey: String, acceptedAt: Double,
              acceptedAtUnixMillis: Int64, timeToLive: Int) {
             self.messageID = messageID
+            messageIDHash = SlotIndex.hash(messageID)
             self.jsonUTF8 = jsonUTF8
             self.stanza = stanza
             self.to = to
@@ -31,6 +35,8 @@ public struct MessageRecord: Sendable, Equatable {
     private let fixed: Fixed
 
     public var messageID: String { fixed.messageID }
+    /// `SlotIndex.hash(messageID)`, computed once when the record is made (this process's seeded hash).
+    public var messageIDHash: UInt32 { fixed.messageIDHash }
     /// The JSON object text placed inside `<gcm>`: made from `jsonUTF8` on each read. Kept as bytes, since
     /// on the per-message path only a durable store's insert reads it as text (a `String` made at intake
     /// cost about 500 instructions per message, for nothing with the memory store).

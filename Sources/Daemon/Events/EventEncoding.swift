@@ -192,23 +192,9 @@ struct EventLine {
     }
 
     /// True when every byte is ASCII at or above 0x20 (0x20…0x7F) other than `"` and `\\`: such text needs no
-    /// escape in JSON. Eight bytes at a time; a false answer only means the slow path.
+    /// escape in JSON (`ByteScan.isPlainJSONText`, sixteen bytes at a time); a false answer only means the
+    /// slow path.
     static func isPlain(_ utf8: UnsafeBufferPointer<UInt8>) -> Bool {
-        guard let base = utf8.baseAddress else { return true }
-        let count = utf8.count
-        var index = 0
-        while index + 8 <= count {
-            let word = UnsafeRawPointer(base + index).loadUnaligned(as: UInt64.self)
-            if ByteWord.hasNonASCII(word) | ByteWord.hasBelow(word, 0x20) | ByteWord.has(word, 0x22) | ByteWord.has(word, 0x5C) != 0 {
-                return false
-            }
-            index += 8
-        }
-        while index < count {
-            let byte = base[index]
-            if byte < 0x20 || byte >= 0x80 || byte == 0x22 || byte == 0x5C { return false }
-            index += 1
-        }
-        return true
+        ByteScan.isPlainJSONText(utf8)
     }
 }

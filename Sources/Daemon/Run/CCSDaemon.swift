@@ -628,9 +628,10 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             if loggedRecords.isEmpty || loggedRecords.remove(request.id) == nil { log(request.event) }
         case .record(let request):
             // Taken apart, not copied: its message_ids move into the store's record.
+            let hash = request.finalMessageIDHash
             let (id, event, finalMessageID, handedOverMessageID) = request.parts()
             writer.enqueue(StoreBatch.Record(id: id, line: journalText(event), finalMessageID: finalMessageID,
-                                             handedOverMessageID: handedOverMessageID))
+                                             finalMessageIDHash: hash, handedOverMessageID: handedOverMessageID))
             // `apiRecord(_:writtenNow: false)` has work only for a rejection.
             if case .rejected = event { apiRecord(RecordRequest(id: id, event: event), writtenNow: false) }
             if loggedRecords.isEmpty || loggedRecords.remove(id) == nil { log(event) }
