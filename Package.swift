@@ -64,8 +64,10 @@ let package = Package(
         // binary's ~75,000 relative relocations take 14 KiB instead of 1.8 MiB, which the loader reads (and
         // keeps resident) at every start.
         .executableTarget(name: "ccsd", dependencies: ["Service", "TLS"],
-                          linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux]))]),
-        .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator", "TLS"]),
+                          linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux])),
+                                           .linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
+        .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator", "TLS"],
+                          linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
         // Runs the built `ccsd` and `ccs-emulator` as processes: build every product first (`swift build -c release`).
         .executableTarget(name: "ccsd-bench", dependencies: ["CCS", "TLS"]),
 
