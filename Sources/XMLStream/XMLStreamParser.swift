@@ -168,6 +168,13 @@ public final class XMLStreamParser {
         if let error { throw error }
     }
 
+    /// Inside the `payload` handler of `feed(_:payload:_:)`: true when the stanza handed over is in namespace
+    /// `uri` (the URI libxml2 resolved for it, its prefix whatever it is); false for another one or none.
+    public func payloadStanzaNamespace(is uri: String) -> Bool {
+        guard let namespace = pending.stanzaNamespace else { return false }
+        return uri.withCString { strcmp(UnsafeRawPointer(namespace).assumingMemoryBound(to: CChar.self), $0) == 0 }
+    }
+
     /// Feeds bytes; see `feed(_:_:)` for the unsafe buffer.
     public func feed(_ bytes: [UInt8], _ handler: (XMLStreamEvent) -> Void) throws(XMLStreamError) {
         let error = bytes.withUnsafeBytes { buffer -> XMLStreamError? in

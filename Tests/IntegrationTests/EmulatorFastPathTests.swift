@@ -89,4 +89,60 @@ import XMLStream
             }
         }
     }
+
+    /// The emulator's payload read (`ClientPayload.plainDownstream(payload:of:)`, on the text the stream
+    /// parser hands over for `XMLPayloadShape.ccs`) takes only stanzas it reads as the general path does:
+    /// fed the same stream, whole and byte by byte, the payload-reading parser (taken payloads, then the
+    /// stanzas it declines or builds) gives the classification of every stanza in order that the general
+    /// parser's built stanzas give (a `message` outside `jabber:client` is not delivered: not CCS).
+    @Test func thePayloadReadClassifiesAsTheBuiltStanza() throws {
+        let gcm = #"<gcm xmlns="google:mobile:data">"#
+        let stanzas = [
+            #"<message id="">\#(gcm){"to":"t","message_id":"m1","data":{"a":"b"}}</gcm></message>"#,
+            #"<message>\#(gcm){"condition":"'a' in topics","message_id":"m2"}</gcm></message>"#,
+            #"<x:message xmlns:x="urn:other">\#(gcm){"to":"t","message_id":"m3"}</gcm></x:message>"#,
+            #"<c:message xmlns:c="jabber:client">\#(gcm){"to":"t","message_id":"m4"}</gcm></c:message>"#,
+            #"<message xmlns="urn:other">\#(gcm){"to":"t","message_id":"m5"}</gcm></message>"#,
+            #"<message type="error">\#(gcm){"to":"t","message_id":"m6"}</gcm></message>"#,
+            #"<message>\#(gcm) {"to":"t","message_id":"m7"}&#10;</gcm></message>"#,
+            #"<message>\#(gcm){"to":"a&amp;b&lt;","message_id":"m&#x38;"}</gcm></message>"#,
+            #"<message>\#(gcm)<![CDATA[{"to":"t","message_id":"m9"}]]></gcm></message>"#,
+            #"<message>\#(gcm){"to":"t","message_id":"m10","delivery_receipt_requested":true}</gcm></message>"#,
+            #"<message>\#(gcm){"message_id":"m11","message_type":"ack"}</gcm></message>"#,
+            #"<message>\#(gcm){"to":"t"}</gcm></message>"#,
+            #"<message>\#(gcm)not json</gcm></message>"#,
+            #"<message>\#(gcm){"to":"t","message_id":"m14"}</gcm><body/></message>"#,
+            #"<message><gcm xmlns="urn:x">{"to":"t","message_id":"m15"}</gcm></message>"#,
+            #"<message>\#(gcm){"to":"ü😀","message_id":"é"}</gcm></message>"#,
+        ]
+        let header = #"<stream:stream xmlns="jabber:client" xmlns:stream="http://etherx.jabber.org/streams" to="gcm.googleapis.com" version="1.0">"#
+        let stream = Array((header + stanzas.joined()).utf8)
+        let classify = { (stanza: XMLElement) -> ClientPayload in
+            stanza.is("message", XMLNamespace.client) ? ClientPayload.classify(stanza) : .notCCS
+        }
+        var general: [ClientPayload] = []
+        try XMLStreamParser().feed(stream) { event in
+            if case .stanza(let stanza) = event { general.append(classify(stanza)) }
+        }
+        #expect(general.count == stanzas.count)
+        for chunk in [stream.count, 1] {
+            let parser = XMLStreamParser(payloadShape: .ccs)
+            var read: [ClientPayload] = []
+            var taken = 0
+            for start in stride(from: 0, to: stream.count, by: chunk) {
+                try stream[start..<min(start + chunk, stream.count)].withUnsafeBytes { bytes in
+                    try parser.feed(bytes, payload: { text in
+                        guard let message = ClientPayload.plainDownstream(payload: text, of: parser) else { return false }
+                        read.append(.downstream(message))
+                        taken += 1
+                        return true
+                    }) { event in
+                        if case .stanza(let stanza) = event { read.append(classify(stanza)) }
+                    }
+                }
+            }
+            #expect(read == general, "chunk \(chunk)")
+            #expect(taken == 6, "chunk \(chunk)")  // m1, m2, m4, m8, m9, m16
+        }
+    }
 }

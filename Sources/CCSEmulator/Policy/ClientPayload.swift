@@ -30,12 +30,31 @@ public enum ClientPayload: Sendable, Equatable {
     /// no `message_type`, a non-empty string `message_id`, no `delivery_receipt_requested`. nil for anything
     /// else (then `classify` reads the whole object, with the same result for these).
     static func plainDownstream(_ text: String) -> Downstream? {
-        JSONFrontDoor.withObject(text) { (object: borrowing JSONFrontDoor.ObjectView) -> Downstream? in
-            guard !object.contains("message_type"), !object.contains("delivery_receipt_requested"),
-                  let messageID = object.string("message_id"), !messageID.isEmpty else { return nil }
-            return Downstream(messageID: messageID, target: object.string("to") ?? object.string("condition"),
-                              deliveryReceiptRequested: false)
-        }
+        JSONFrontDoor.withObject(text, readPlainDownstream)
+    }
+
+    /// `plainDownstream(_:)` over a `gcm` element's text as UTF-8 bytes, untrimmed (the stream parser's
+    /// payload, `XMLPayloadShape.ccs`): nil also when the text has XML whitespace to trim (then the stanza
+    /// is built and `classify` reads it).
+    static func plainDownstream(utf8 text: UnsafeRawBufferPointer) -> Downstream? {
+        guard !XMLWhitespace.mayTrim(text) else { return nil }
+        return JSONFrontDoor.withObject(utf8: text, readPlainDownstream)
+    }
+
+    /// The plain downstream message (`plainDownstream(_:)`) of a stanza the stream parser hands over as its
+    /// payload text (`XMLPayloadShape.ccs`, `XMLStreamParser.feed(_:payload:_:)`), when the stanza is in
+    /// `jabber:client` (the namespace the negotiation delivers a `message` in): what `classify` gives for the
+    /// stanza it would build. nil for anything else, which is then built and classified.
+    static func plainDownstream(payload text: UnsafeRawBufferPointer, of parser: XMLStreamParser) -> Downstream? {
+        guard parser.payloadStanzaNamespace(is: XMLNamespace.client) else { return nil }
+        return plainDownstream(utf8: text)
+    }
+
+    private static func readPlainDownstream(_ object: borrowing JSONFrontDoor.ObjectView) -> Downstream? {
+        guard !object.contains("message_type"), !object.contains("delivery_receipt_requested"),
+              let messageID = object.string("message_id"), !messageID.isEmpty else { return nil }
+        return Downstream(messageID: messageID, target: object.string("to") ?? object.string("condition"),
+                          deliveryReceiptRequested: false)
     }
 
     /// Classifies one `<message>` stanza from the client.

@@ -438,6 +438,17 @@ public final class CCSEmulator: @unchecked Sendable {
         }
     }
 
+    /// A plain downstream message from a bound client read from its payload text, without the stanza
+    /// (`EmulatorConnection.takePayload`, `ClientPayload.plainDownstream(payload:of:)`): handled as `received`
+    /// handles the stanza, and true, unless `received` would do something else first (connection not open for
+    /// traffic, an after-login fault armed): then false, nothing done, and the stanza is built and goes
+    /// through `received`.
+    func receivedPlainDownstream(_ message: ClientPayload.Downstream, on connection: EmulatorConnection) -> Bool {
+        guard connection.isOpenForTraffic, configuration.afterLoginFault == nil else { return false }
+        downstream(message, on: connection)
+        return true
+    }
+
     // MARK: Downstream (ccs-protocol.md §3–5)
 
     private func downstream(_ message: ClientPayload.Downstream, on connection: EmulatorConnection) {

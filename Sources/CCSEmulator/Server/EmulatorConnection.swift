@@ -70,7 +70,7 @@ final class EmulatorConnection: TLSConnectionDelegate {
         self.id = id
         self.tls = tls
         self.emulator = emulator
-        self.parser = XMLStreamParser(limits: configuration.limits)
+        self.parser = XMLStreamParser(limits: configuration.limits, payloadShape: .ccs)
         self.negotiation = ServerNegotiation(senderID: configuration.senderID, serverKey: configuration.serverKey,
                                              jidDomain: configuration.jidDomain, connectionTag: String(id))
         negotiation.streamHeaderPrefix = configuration.negotiationFaults.headerPrefix
@@ -166,7 +166,7 @@ final class EmulatorConnection: TLSConnectionDelegate {
     func tlsConnection(_ connection: TLSConnection, didReceive bytes: UnsafeRawBufferPointer) {
         guard phase != .closing, phase != .closed, !isHalfOpen else { return }
         do {
-            try parser.feed(bytes) { event in
+            try parser.feed(bytes, payload: takePayload) { event in
                 guard phase != .closing, phase != .closed else { return }
                 let actions: [ServerNegotiation.Action]
                 switch event {
@@ -180,6 +180,16 @@ final class EmulatorConnection: TLSConnectionDelegate {
             emulator?.xmlError(on: self, error)
             closeStream(condition: error.streamErrorCondition)
         }
+    }
+
+    /// A `<message><gcm xmlns="google:mobile:data">TEXT</gcm></message>` without `type`, handed over by the
+    /// parser as TEXT (`XMLPayloadShape.ccs`): taken when it is a plain downstream message the negotiation
+    /// would deliver as it is (bound, the stanza in `jabber:client`), as `perform(_:)` would have delivered
+    /// the built stanza; otherwise declined, and the parser hands over the stanza it builds.
+    private func takePayload(_ text: UnsafeRawBufferPointer) -> Bool {
+        guard phase != .closing, phase != .closed, negotiation.isBound, let emulator,
+              let message = ClientPayload.plainDownstream(payload: text, of: parser) else { return false }
+        return emulator.receivedPlainDownstream(message, on: self)
     }
 
     func tlsConnection(_ connection: TLSConnection, didCloseWith error: TLSError?) {
