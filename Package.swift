@@ -63,10 +63,12 @@ let package = Package(
         // Linked by the toolchain's lld with packed relative relocations (DT_RELR, glibc 2.36): the shipped
         // binary's ~75,000 relative relocations take 14 KiB instead of 1.8 MiB, which the loader reads (and
         // keeps resident) at every start.
-        .executableTarget(name: "ccsd", dependencies: ["Service", "TLS"],
+        // jemalloc's settings (`malloc_conf`) for the executables that link it.
+        .target(name: "CAllocatorSettings"),
+        .executableTarget(name: "ccsd", dependencies: ["Service", "TLS", "CAllocatorSettings"],
                           linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux])),
                                            .linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
-        .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator", "TLS"],
+        .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator", "TLS", "CAllocatorSettings"],
                           linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
         // Runs the built `ccsd` and `ccs-emulator` as processes: build every product first (`swift build -c release`).
         .executableTarget(name: "ccsd-bench", dependencies: ["CCS", "TLS"]),
