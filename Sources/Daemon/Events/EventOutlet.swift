@@ -24,9 +24,30 @@ public final class EventOutlet: @unchecked Sendable {
             }
             fd = opened
             ownsDescriptor = true
+            Self.endTornLine(fd, path: path)
         }
         buffer.reserveCapacity(64 * 1024)
         Self.enlargePipe(fd)
+    }
+
+    /// When the regular file at `fd` does not end with a line feed, appends one.
+    ///
+    /// The kernel may end a write to a regular file early when the writer is killed (`kill -9` between two
+    /// pages of one write), so a crash can leave the file's last line torn. Its events are still journaled
+    /// after the file's cursor, so this run writes them again (docs/durable-core.md); the line feed keeps the
+    /// torn piece a line of its own, which a reader skips as unparsable, instead of gluing it to the first line
+    /// this run writes. Best effort: a file that cannot be read or written fails later, on the first flush.
+    /// `fd` is open for appending to `path` (and so cannot be read: the last byte is read through `path`).
+    static func endTornLine(_ fd: Int32, path: String) {
+        var info = stat()
+        guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { return }
+        let reader = open(path, O_RDONLY | O_CLOEXEC)
+        guard reader >= 0 else { return }
+        defer { close(reader) }
+        var last: UInt8 = 0
+        guard pread(reader, &last, 1, info.st_size - 1) == 1, last != 0x0A else { return }
+        var lineFeed: UInt8 = 0x0A
+        _ = write(fd, &lineFeed, 1)
     }
 
     /// The kernel buffer asked for when the events go to a pipe: 1 MiB (Linux's default for the most an
