@@ -10,8 +10,8 @@ import TLS
 /// `IntakeReader.batchSize` handed to `CCSDaemon.submit`, the next batch only once the daemon called the
 /// last one's `resume` (reading stops meanwhile: the source is suspended, and bytes already read wait here),
 /// the end of the input reported after the last batch was taken. A turn reads at most one buffer (64 KiB) and
-/// reads on in a later turn (`continueLater` with Dispatch, the watch's next call on the epoll loop:
-/// `readsOnLater`), so a producer that writes faster than ccsd sends cannot hold the loop.
+/// reads on in a later turn (`continueLater`), so a producer that writes faster than ccsd sends cannot hold
+/// the loop.
 ///
 /// Confined to the loop once `start()` runs.
 final class LoopIntake: @unchecked Sendable {
@@ -63,7 +63,6 @@ final class LoopIntake: @unchecked Sendable {
     private func pump() {
         guard !finished else { return }
         var readsLeft = 1
-        var readsOn = true
         while !paused {
             if taken < filled {
                 taken += lines.take(from: UnsafeRawBufferPointer(start: buffer.baseAddress! + taken, count: filled - taken),
@@ -75,16 +74,12 @@ final class LoopIntake: @unchecked Sendable {
                 finish(error: ending)
                 return
             }
-            guard readsLeft > 0 else {
-                if readsOn { continueLater() }
-                return
-            }
+            guard readsLeft > 0 else { return continueLater() }
             readsLeft -= 1
             let count = read(fd, buffer.baseAddress!, buffer.count)
             if count > 0 {
                 taken = 0
                 filled = count
-                readsOn = Self.readsOnLater(levelTriggered: source?.isLevelTriggered ?? false, read: count, of: buffer.count)
                 continue
             }
             if count < 0, errno == EINTR {
@@ -98,23 +93,14 @@ final class LoopIntake: @unchecked Sendable {
         }
     }
 
-    /// Whether a turn whose read got `count` bytes into a buffer of `capacity` (and handed them over) posts a
-    /// turn of its own to read on (`continueLater`), or waits for the watch to call again. With Dispatch it
-    /// always reads on. With a level-triggered watch (`ReadWatch.isLevelTriggered`: the epoll loop) a short
-    /// read (the pipe had no more just then) waits: bytes that come later, or the pipe's end, make the watch
-    /// call again on its next poll, so the read that would only say EAGAIN is saved (a paced producer's slice
-    /// is one read, not two). A full read reads on in a later turn, as with Dispatch, so a producer far
-    /// ahead is read as fast as before (one read per call of the watch took a 100-connection flood from about
-    /// 94,000 to 75,000-89,000 msgs/s: its intake fell behind the acks).
-    static func readsOnLater(levelTriggered: Bool, read count: Int, of capacity: Int) -> Bool {
-        !levelTriggered || count >= capacity
-    }
-
     /// Reads on in a later turn, after what is queued on the loop (acks, timers): until a read would block
     /// or the input ends, ccsd reads on without waiting for the read source. Its readiness events alone are
-    /// not enough with Dispatch: it merges them while the handler runs or the source is suspended, and stops
+    /// not enough: Dispatch merges them while the handler runs or the source is suspended, and stops
     /// watching a pipe once it reported its end, so a pipe whose last data and end came in one event would
-    /// never be read to its end. A turn posted from the loop wakes no thread.
+    /// never be read to its end. A turn posted from the loop wakes no thread. On the epoll loop, whose watch is
+    /// level-triggered, ending the turn after a short read and waiting for the watch was measured: half the
+    /// intake reads when paced, but a 1,000-connection flood fell from about 60,000 to 33,000 msgs/s (each
+    /// of its turns is long, so the intake fell behind the windows). Not taken.
     private func continueLater() {
         guard !continuing else { return }
         continuing = true

@@ -38,12 +38,6 @@ public final class ReadWatch {
         source.resume()
     }
 
-    /// Whether the handler is called again, on a later turn, for as long as the descriptor has bytes or its end
-    /// to read (the epoll loop's level-triggered watch), so a handler may stop after a short read. False with
-    /// Dispatch: it merges events while the handler runs or the source is suspended, and stops watching a
-    /// pipe once it reported its end, so a handler must read until a read would block or the input ends.
-    public var isLevelTriggered: Bool { watch != nil }
-
     /// Stops (`false`) or resumes (`true`) calling the handler. Idempotent.
     public func setEnabled(_ on: Bool) {
         guard !cancelled, on != enabled else { return }
