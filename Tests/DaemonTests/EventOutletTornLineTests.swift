@@ -31,4 +31,26 @@ import Testing
                 == "{\"event\":\"acked\",\"seq\":6}\n{\"event\":\"accepted\",\"seq\":8}\n")
         #expect(try contents(after: "") == "{\"event\":\"accepted\",\"seq\":8}\n")
     }
+
+    /// What `--events -` inherits as stdout: `descriptor` opened on a file with `flags` (`>> FILE` appends),
+    /// read through `/proc/self/fd/N` as the outlet does for fd 1.
+    func contents(after contents: String, openedWith flags: Int32) throws -> String {
+        let path = try file(with: contents)
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        let fd = open(path, flags)
+        try #require(fd >= 0)
+        EventOutlet.endTornLine(fd, path: "/proc/self/fd/\(fd)")
+        close(fd)
+        return String(decoding: FileManager.default.contents(atPath: path) ?? Data(), as: UTF8.self)
+    }
+
+    @Test func stdoutAppendedToAFileGetsItsTornLineEnded() throws {
+        #expect(try contents(after: "{\"event\":\"ack", openedWith: O_WRONLY | O_APPEND) == "{\"event\":\"ack\n")
+        #expect(try contents(after: "{\"seq\":6}\n", openedWith: O_WRONLY | O_APPEND) == "{\"seq\":6}\n")
+    }
+
+    @Test func stdoutAtTheStartOfAnOldFileIsLeftAlone() throws {
+        // `1<> FILE`: the writes go from offset 0; a line feed there would overwrite the file's first byte.
+        #expect(try contents(after: "{\"event\":\"ack", openedWith: O_WRONLY) == "{\"event\":\"ack")
+    }
 }

@@ -17,6 +17,8 @@ public final class EventOutlet: @unchecked Sendable {
         if path == "-" {
             fd = 1
             ownsDescriptor = false
+            // Stdout may be a file appended to across runs (`>> FILE`, systemd's `StandardOutput=append:`).
+            Self.endTornLine(fd, path: "/proc/self/fd/1")
         } else {
             let opened = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o644)
             guard opened >= 0 else {
@@ -37,10 +39,14 @@ public final class EventOutlet: @unchecked Sendable {
     /// after the file's cursor, so this run writes them again (docs/durable-core.md); the line feed keeps the
     /// torn piece a line of its own, which a reader skips as unparsable, instead of gluing it to the first line
     /// this run writes. Best effort: a file that cannot be read or written fails later, on the first flush.
-    /// `fd` is open for appending to `path` (and so cannot be read: the last byte is read through `path`).
+    /// `fd` is open for writing to `path` (and may not be readable: the last byte is read through `path`,
+    /// `/proc/self/fd/N` for an inherited descriptor); nothing is written unless the next write lands at the
+    /// file's end (`O_APPEND`, or the offset there), so a descriptor at the start of an old file is left alone.
     static func endTornLine(_ fd: Int32, path: String) {
         var info = stat()
         guard fstat(fd, &info) == 0, info.st_mode & S_IFMT == S_IFREG, info.st_size > 0 else { return }
+        let appends = fcntl(fd, F_GETFL) & O_APPEND != 0
+        guard appends || lseek(fd, 0, SEEK_CUR) == info.st_size else { return }
         let reader = open(path, O_RDONLY | O_CLOEXEC)
         guard reader >= 0 else { return }
         defer { close(reader) }
