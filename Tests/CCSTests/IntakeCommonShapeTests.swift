@@ -14,7 +14,7 @@ import Testing
     @discardableResult
     static func expectAgreement(_ line: Data, _ comment: String, sourceLocation: SourceLocation = #_sourceLocation) -> Bool {
         let fast = DownstreamIntake.parse(line: line, now: now)
-        let full = DownstreamIntake.$commonShapeOff.withValue(true) { DownstreamIntake.parse(line: line, now: now) }
+        let full = DownstreamIntake.commonShapeOffSwitch.withValue(true) { DownstreamIntake.parse(line: line, now: now) }
         #expect(fast == full, "\(comment)", sourceLocation: sourceLocation)
         #expect(DownstreamIntake.parse(utf8: [UInt8](line), now: now) == full, "\(comment): bytes", sourceLocation: sourceLocation)
         guard case .success(let message) = fast, case .success(let reference) = full else { return false }

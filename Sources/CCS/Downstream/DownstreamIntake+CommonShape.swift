@@ -14,8 +14,11 @@ import Foundation
 /// repeated, to strings, within the payload limit. Declined: `notification`, the v1 shape, any other number,
 /// and every broken rule.
 extension DownstreamIntake {
-    /// Set by tests only: the shortcut is never taken, so that the full path can be compared with it.
-    @TaskLocal package static var commonShapeOff = false
+    /// Set by tests only (`commonShapeOffSwitch.withValue(true) { … }`): the shortcut is never taken, so that
+    /// the full path can be compared with it. A `TaskFlag`, like `JSONFrontDoor.foundationOnlySwitch`: one
+    /// atomic load per line while nobody binds it, not a task-local lookup.
+    package static let commonShapeOffSwitch = TaskFlag()
+    package static var commonShapeOff: Bool { commonShapeOffSwitch.value }
 
     /// The message when `utf8` is a valid line of the common shape (see the extension's notes); nil otherwise.
     static func parseCommonShape(_ utf8: UnsafeRawBufferPointer) -> DownstreamMessage? {
