@@ -20,11 +20,6 @@ extension XMLWriter {
         s.withUTF8 { appendEscaped($0, inAttribute: true, to: &out) }
     }
 
-    /// C0 controls but tab and LF, `&`, `<`, `>`: the bytes below 0x40 character data replaces.
-    private static let textSpecials: UInt64 = (0xFFFF_FFFF & ~(1 << 0x09 | 1 << 0x0A)) | 1 << 0x26 | 1 << 0x3C | 1 << 0x3E
-    /// Every C0 control, `"`, `&`, `'`, `<`, `>`: the bytes below 0x40 an attribute value replaces.
-    private static let attributeSpecials: UInt64 = 0xFFFF_FFFF | 1 << 0x22 | 1 << 0x26 | 1 << 0x27 | 1 << 0x3C | 1 << 0x3E
-
     /// Escapes valid UTF-8 `bytes` (a `String`'s) into `out`, copying the runs between escapes whole.
     static func appendEscaped(_ bytes: UnsafeBufferPointer<UInt8>, inAttribute: Bool, to out: inout [UInt8]) {
         out.reserveCapacity(out.count + bytes.count + 16)
@@ -62,21 +57,15 @@ extension XMLWriter {
     @inline(__always)
     private static func walkEscaped(_ bytes: UnsafeBufferPointer<UInt8>, inAttribute: Bool,
                                     run: (Range<Int>) -> Void, replace: (StaticString) -> Void) {
-        let special = inAttribute ? attributeSpecials : textSpecials
         let end = bytes.count
         var runStart = 0
         var index = 0
         while index < end {
-            // The bytes up to the next one that may need a replacement (sixteen at a time) go as they are.
+            // The bytes up to the next one that may need a replacement (sixteen at a time) go as they are;
+            // the switch below decides what that byte becomes (any other byte stays as it is).
             index = ByteScan.nextXMLSpecial(in: bytes, from: index, inAttribute: inAttribute)
             if index == end { break }
             let byte = bytes[index]
-            // Bytes below 0x40 that may need a replacement are the bits of `special`; above, only 0xEF
-            // (which leads U+FFFE and U+FFFF).
-            if byte >= 0x40 ? byte != 0xEF : special & (1 << UInt64(byte)) == 0 {
-                index += 1
-                continue
-            }
             var next = index + 1
             let replacement: StaticString
             switch byte {

@@ -91,14 +91,11 @@ extension JSONValue {
         var runStart = 0
         var index = 0
         while index < end {
-            // The bytes up to the next one that may need an escape (sixteen at a time) go as they are.
+            // The bytes up to the next one that may need an escape (sixteen at a time) go as they are; the
+            // switch below decides what that byte becomes (any other byte stays as it is).
             index = ByteScan.nextJSONStringSpecial(in: bytes, from: index)
             if index == end { break }
             let byte = bytes[index]
-            if byte >= 0x20 && byte != 0x22 && byte != 0x5C && byte != 0xEF {
-                index += 1
-                continue
-            }
             var next = index + 1
             let text: StaticString
             switch byte {
@@ -114,7 +111,7 @@ extension JSONValue {
                 }
                 text = bytes[index + 2] == 0xBE ? "\\ufffe" : "\\uffff"
                 next = index + 3
-            default:
+            case 0x00...0x1F:
                 // Other C0 controls: \u00XX, lowercase hex.
                 if runStart < index { run(runStart..<index) }
                 let hex: StaticString = "0123456789abcdef"
@@ -124,6 +121,9 @@ extension JSONValue {
                 withUnsafeBytes(of: &code) { escape(UnsafeBufferPointer(start: $0.baseAddress!.assumingMemoryBound(to: UInt8.self), count: 6)) }
                 index = next
                 runStart = next
+                continue
+            default:
+                index = next
                 continue
             }
             if runStart < index { run(runStart..<index) }
