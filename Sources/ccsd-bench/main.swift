@@ -4,7 +4,11 @@
 // ack latency below capacity), and prints one table.
 //
 //   swift build -c release && .build/release/ccsd-bench [--markdown]
-//       [--connections 1,4,100,1000] [--store memory,sqlite] [--messages 100000] [--paced-seconds 10]
+//       [--connections 1,4,100,1000] [--store memory,sqlite] [--messages 100000] [--paced-seconds 10] [--runs 3]
+//
+// Each configuration runs `--runs` floods and then as many paced runs (at half the floods' median rate); a cell
+// is the median of its runs (peak RSS the highest), so that one table is not one draw of a machine whose
+// single runs swing by a fifth.
 //
 // ccsd and the emulator run as separate processes (release builds next to this binary), so each one's CPU
 // time and peak RSS are its own; each configuration runs in a child process of its own, so that the children's
@@ -27,6 +31,9 @@ struct BenchOptions {
     /// How long each paced run lasts (its message count is the rate times this, at most `messages`).
     var pacedSeconds = 10.0
     var markdown = false
+    /// Floods and paced runs per configuration: each cell is the median of the runs (peak RSS: the highest),
+    /// with the lowest and highest in parentheses for throughput, CPU per message and p99.
+    var runs = 3
     /// Internal: run one load in this process and print its result line.
     var one: (store: String, connections: Int, rate: Int)?
 }
@@ -34,7 +41,7 @@ struct BenchOptions {
 func usage() -> Never {
     FileHandle.standardError.write(Data("""
         usage: ccsd-bench [--markdown] [--connections 1,4,100,1000] [--store memory,sqlite] [--messages N]
-                          [--paced-seconds S] [--ack-latency-ms N]
+                          [--paced-seconds S] [--ack-latency-ms N] [--runs N]
                ccsd-bench emulator [--messages N] [--window W] [--connections C]
                ccsd-bench json-parse intake|inbound FILE COUNT [--foundation-only]
 
@@ -58,6 +65,7 @@ func parseOptions() -> BenchOptions {
         case "--ack-latency-ms": options.ackLatencyMilliseconds = Int(arguments.next() ?? "") ?? 0
         case "--paced-seconds": options.pacedSeconds = Double(arguments.next() ?? "") ?? options.pacedSeconds
         case "--markdown": options.markdown = true
+        case "--runs": options.runs = max(1, Int(arguments.next() ?? "") ?? options.runs)
         case "--one":
             guard let store = arguments.next(), let connections = Int(arguments.next() ?? ""),
                   let rate = Int(arguments.next() ?? "") else { usage() }
@@ -92,6 +100,25 @@ func procUsage(_ pid: Int32) -> (cpu: Double, peakKiB: Int) {
         }
     }
     return (cpu, peak)
+}
+
+/// The median of a configuration's runs, with their lowest and highest.
+struct Summary {
+    let median: Double, lowest: Double, highest: Double
+
+    init(_ values: [Double]) {
+        let sorted = values.sorted()
+        median = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        lowest = sorted.first ?? 0
+        highest = sorted.last ?? 0
+    }
+
+    /// `format` of the median, then of the lowest and highest in parentheses when there are several runs.
+    func text(_ format: String) -> String {
+        let middle = String(format: format, median)
+        guard lowest != highest else { return middle }
+        return middle + " (" + String(format: format, lowest) + "–" + String(format: format, highest) + ")"
+    }
 }
 
 func percentile(_ sorted: [Double], _ p: Double) -> Double {
@@ -367,28 +394,35 @@ fflush(nil)
 var failed = false
 for connections in options.connections {
     for store in options.stores {
-        // One retry: on a loaded machine a start can fail (handshakes timing out), which says nothing of ccsd.
-        let first = runChild(store: store, connections: connections, messages: options.messages, rate: 0, options: options)
-        let floodResult = first.flatMap { $0.acked == $0.messages ? $0 : nil }
-            ?? runChild(store: store, connections: connections, messages: options.messages, rate: 0, options: options)
-        guard let flood = floodResult, flood.acked == flood.messages else {
+        // One retry per run: on a loaded machine a start can fail (handshakes timing out), which says nothing of ccsd.
+        func load(rate: Int, messages: Int) -> LoadResult? {
+            let first = runChild(store: store, connections: connections, messages: messages, rate: rate, options: options)
+            return first.flatMap { $0.acked == $0.messages ? $0 : nil }
+                ?? runChild(store: store, connections: connections, messages: messages, rate: rate, options: options)
+        }
+        let floods = (0..<options.runs).compactMap { _ in load(rate: 0, messages: options.messages) }
+        guard floods.count == options.runs, floods.allSatisfy({ $0.acked == $0.messages }) else {
             print("| \(connections) | \(store) | failed (see stderr) |")
             failed = true
             continue
         }
-        let pacedRate = max(Int(flood.rate / 2), 1)
+        let floodRate = Summary(floods.map(\.rate))
+        let pacedRate = max(Int(floodRate.median / 2), 1)
         let pacedMessages = min(options.messages, max(1000, Int(Double(pacedRate) * options.pacedSeconds)))
-        let paced = runChild(store: store, connections: connections, messages: pacedMessages, rate: pacedRate, options: options)
-        failed = failed || paced == nil || paced?.acked != paced?.messages
-        let spread = flood.ackedPerConnection.sorted()
+        let paced = (0..<options.runs).compactMap { _ in load(rate: pacedRate, messages: pacedMessages) }
+        failed = failed || paced.count != options.runs || paced.contains { $0.acked != $0.messages }
+        // Fairness from the flood whose rate is the median.
+        let middle = floods.sorted { $0.rate < $1.rate }[floods.count / 2]
+        let spread = middle.ackedPerConnection.sorted()
         let fairness = spread.isEmpty ? "?" : "\(spread.first!) / \(spread[spread.count / 2]) / \(spread.last!)"
-        let pacedText = paced.map {
-            String(format: "%.0f | %.2f | %.2f | %.2f | %.1f", $0.rate, $0.p50 * 1000, $0.p99 * 1000, $0.p999 * 1000,
-                   Double($0.ccsdPeakKiB) / 1024)
-        } ?? "failed | | | |"
-        print(String(format: "| %d | %@ | %.0f | %.1f | %.1f | %@ | %@ | %@ |", connections, store, flood.rate,
-                     flood.cpuMicrosPerMessage, Double(flood.ccsdPeakKiB) / 1024, pacedText, fairness,
-                     flood.violations == paced?.violations ? flood.violations : "\(flood.violations), \(paced?.violations ?? "?")"))
+        let pacedText = paced.isEmpty ? "failed | | | |" : String(
+            format: "%.0f | %.2f | %@ | %.2f | %.1f", Summary(paced.map(\.rate)).median,
+            Summary(paced.map(\.p50)).median * 1000, Summary(paced.map { $0.p99 * 1000 }).text("%.2f"),
+            Summary(paced.map(\.p999)).median * 1000, Double(paced.map(\.ccsdPeakKiB).max()!) / 1024)
+        let violations = Set((floods + paced).map(\.violations)).sorted().joined(separator: ", ")
+        print(String(format: "| %d | %@ | %@ | %@ | %.1f | %@ | %@ | %@ |", connections, store, floodRate.text("%.0f"),
+                     Summary(floods.map(\.cpuMicrosPerMessage)).text("%.1f"),
+                     Double(floods.map(\.ccsdPeakKiB).max()!) / 1024, pacedText, fairness, violations))
         fflush(nil)
     }
 }
