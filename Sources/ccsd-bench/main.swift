@@ -13,7 +13,8 @@
 // ccsd and the emulator run as separate processes (release builds next to this binary), so each one's CPU
 // time and peak RSS are its own; each configuration runs in a child process of its own, so that the children's
 // usage stays apart. Input is written only once the emulator has seen every connection log in, and ccsd's CPU
-// per message counts from then (to its exit, the shutdown included). Latency is measured from the `accepted`
+// per message counts from then to its last `acked` event (its CPU-time clock, to the nanosecond; the shutdown
+// after it is reported apart, as ccsd_shutdown_cpu). Latency is measured from the `accepted`
 // event to the `acked` event as this driver reads them from ccsd's events outlet.
 //
 // Other modes: `ccsd-bench emulator …` (the emulator alone, EmulatorLoad.swift) and `ccsd-bench json-parse …`
@@ -82,6 +83,15 @@ func monotonicSeconds() -> Double {
     return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
 }
 
+/// CPU seconds (user + system, all threads) a live child process has used so far, to the nanosecond: its
+/// CPU-time clock (`clock_getcpuclockid(3)`). Nil once the process is gone.
+func processCPUSeconds(_ pid: Int32) -> Double? {
+    var clock = clockid_t()
+    var now = timespec()
+    guard clock_getcpuclockid(pid, &clock) == 0, clock_gettime(clock, &now) == 0 else { return nil }
+    return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
+}
+
 /// CPU seconds (user + system) and peak RSS (KiB) of a live process, from /proc.
 func procUsage(_ pid: Int32) -> (cpu: Double, peakKiB: Int) {
     var cpu = 0.0
@@ -132,7 +142,10 @@ struct LoadResult {
     var acked = 0
     var seconds = 0.0
     var p50 = 0.0, p99 = 0.0, p999 = 0.0
+    /// ccsd's CPU seconds from the end of the logins to its last `acked` event.
     var ccsdCPU = 0.0
+    /// ccsd's CPU seconds from its last `acked` event to its exit.
+    var ccsdShutdownCPU = 0.0
     var ccsdPeakKiB = 0
     var emulatorCPU = 0.0
     var violations = "?"
@@ -143,7 +156,7 @@ struct LoadResult {
 
     var line: String {
         "RESULT messages=\(messages) acked=\(acked) seconds=\(seconds) p50=\(p50) p99=\(p99) p999=\(p999) "
-            + "ccsd_cpu=\(ccsdCPU) ccsd_peak_kib=\(ccsdPeakKiB) emulator_cpu=\(emulatorCPU) violations=\(violations) "
+            + "ccsd_cpu=\(ccsdCPU) ccsd_shutdown_cpu=\(ccsdShutdownCPU) ccsd_peak_kib=\(ccsdPeakKiB) emulator_cpu=\(emulatorCPU) violations=\(violations) "
             + "per_connection=\(ackedPerConnection.map(String.init).joined(separator: ","))"
     }
 
@@ -163,6 +176,7 @@ struct LoadResult {
         p99 = Double(fields["p99"] ?? "") ?? 0
         p999 = Double(fields["p999"] ?? "") ?? 0
         ccsdCPU = Double(fields["ccsd_cpu"] ?? "") ?? 0
+        ccsdShutdownCPU = Double(fields["ccsd_shutdown_cpu"] ?? "") ?? 0
         ccsdPeakKiB = Int(fields["ccsd_peak_kib"] ?? "") ?? 0
         emulatorCPU = Double(fields["emulator_cpu"] ?? "") ?? 0
         violations = fields["violations"] ?? "?"
@@ -267,7 +281,7 @@ func runLoad(store: String, connections: Int, messages: Int, rate: Int, options:
             return
         }
         // CPU per message counts from here: the handshakes and logins (1,000 of them at most) are not messages.
-        cpuAtLogin.withLock { $0 = procUsage(ccsd.processIdentifier).cpu }
+        cpuAtLogin.withLock { $0 = processCPUSeconds(ccsd.processIdentifier) ?? procUsage(ccsd.processIdentifier).cpu }
         // The lines are built as bytes into one reused buffer and written with write(2): this thread shares the
         // 2 cores with ccsd and the emulator, so it should cost them as little as it can. The bytes and the
         // schedule are what they were with `String` lines (slices of 10 on schedule when paced).
@@ -294,6 +308,9 @@ func runLoad(store: String, connections: Int, messages: Int, rate: Int, options:
     var latencies: [Double] = []
     latencies.reserveCapacity(messages)
     var firstAccepted = 0.0, lastAcked = 0.0
+    // ccsd's CPU clock when its last `acked` event is read: CPU per message counts to here, not to its exit
+    // (closing the streams and the store is not per-message work).
+    var cpuAtLastAck: Double?
     // The events are read with read(2) into one buffer and scanned as bytes (EventScan): this process runs on
     // the same cores as ccsd and the emulator, so its cost per event must stay far below theirs. Each chunk's
     // events are timed when the chunk is read, as before.
@@ -312,6 +329,7 @@ func runLoad(store: String, connections: Int, messages: Int, rate: Int, options:
             case .acked:
                 latencies.append(now - acceptedAt[index])
                 lastAcked = now
+                if latencies.count == messages { cpuAtLastAck = processCPUSeconds(ccsd.processIdentifier) }
             }
         }
     }
@@ -332,8 +350,10 @@ func runLoad(store: String, connections: Int, messages: Int, rate: Int, options:
     result.p99 = percentile(latencies, 0.99)
     result.p999 = percentile(latencies, 0.999)
     // The emulator is not waited for yet when ccsd exits: the children's usage is ccsd's alone.
-    result.ccsdCPU = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
-        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6 - cpuAtLogin.withLock { $0 }
+    let cpuAtExit = Double(usage.ru_utime.tv_sec) + Double(usage.ru_utime.tv_usec) / 1e6
+        + Double(usage.ru_stime.tv_sec) + Double(usage.ru_stime.tv_usec) / 1e6
+    result.ccsdCPU = (cpuAtLastAck ?? cpuAtExit) - cpuAtLogin.withLock { $0 }
+    result.ccsdShutdownCPU = cpuAtLastAck.map { cpuAtExit - $0 } ?? 0
     result.ccsdPeakKiB = Int(usage.ru_maxrss)
     result.emulatorCPU = emulatorUsage.cpu
     if let data = FileManager.default.contents(atPath: statsFile), let stats = try? JSONValue.parse(data) {
