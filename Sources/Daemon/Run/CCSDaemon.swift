@@ -441,18 +441,20 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         // The events of one commit share its time: render it once.
         var time: (unixMillis: Int64, text: [UInt8]) = (0, [])
         var capacity = 0
-        for event in journaled { capacity += Self.eventLineCapacity(event) }
+        // Read by index: a for-in copied every event out (and destroyed the copy).
+        for index in journaled.indices { capacity += Self.eventLineCapacity(journaled[index]) }
         var lineEnds: [Int] = []
         lineEnds.reserveCapacity(journaled.count)
         let lines = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, written in
-            for event in journaled {
-                if time.text.isEmpty || time.unixMillis != event.timeUnixMillis {
-                    time.unixMillis = event.timeUnixMillis
+            for index in journaled.indices {
+                let eventTime = journaled[index].timeUnixMillis
+                if time.text.isEmpty || time.unixMillis != eventTime {
+                    time.unixMillis = eventTime
                     time.text.removeAll(keepingCapacity: true)
-                    Self.appendRFC3339(unixMillis: event.timeUnixMillis, to: &time.text)
+                    Self.appendRFC3339(unixMillis: eventTime, to: &time.text)
                 }
                 written += time.text.withUnsafeBufferPointer { time in
-                    Self.writeEventLine(event, time: time, to: buffer.baseAddress! + written)
+                    Self.writeEventLine(journaled[index], time: time, to: buffer.baseAddress! + written)
                 }
                 lineEnds.append(written)
             }
@@ -460,12 +462,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         outlet.append(utf8Lines: lines, lineEnds: lineEnds)
     }
 
-    /// An event's JSON object text (`DispatcherEvent.jsonObject()`), built in one buffer kept for every event.
-    func journalText(_ event: DispatcherEvent) -> String {
-        if let text = event.plainJSONObject() { return text }
+    /// An event's JSON object text (`DispatcherEvent.jsonObject()`): the two plain events as their pieces
+    /// (`DispatcherEvent.plainText()`), any other built in one buffer kept for every event.
+    func journalText(_ event: DispatcherEvent) -> EventText {
+        if let text = event.plainText() { return text }
         eventText.removeAll(keepingCapacity: true)
         event.appendJSONObject(to: &eventText)
-        return String(decoding: eventText, as: UTF8.self)
+        return EventText(String(decoding: eventText, as: UTF8.self))
     }
 
     /// A journaled event as an events-file line: its object with `seq` and `time` appended, and a newline.
@@ -493,7 +496,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     /// Room enough for `writeEventLine(event, …)`: the object, `,"seq":` and 20 digits and a sign,
     /// `,"time":"` and the 24 bytes of the time, `"}` and the newline.
     static func eventLineCapacity(_ event: JournaledEvent) -> Int {
-        event.line.utf8.count + 1 + 6 + 21 + 9 + 24 + 3
+        event.text.utf8Count + 1 + 6 + 21 + 9 + 24 + 3
     }
 
     /// Writes the events-file line of `event` at `out` (room for `eventLineCapacity(event)` bytes, `time`
@@ -502,6 +505,16 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     /// up on its line as it is.
     static func writeEventLine(_ event: JournaledEvent, time: UnsafeBufferPointer<UInt8>,
                                to out: UnsafeMutablePointer<UInt8>) -> Int {
+        if event.text.isPlainEvent {
+            // Written from its pieces; its closing `}` is its last byte, written over.
+            var cursor = ByteCursor(out + event.text.write(to: out) - 1)
+            cursor.put(",\"seq\":")
+            cursor.put(decimal: event.seq)
+            cursor.put(",\"time\":\"")
+            cursor.put(time)
+            cursor.put("\"}\n")
+            return cursor.at - out
+        }
         var line = event.line
         return line.withUTF8 { bytes -> Int in
             var cursor = ByteCursor(out)
@@ -617,7 +630,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
         case .persist(let record, let line):
             writer.enqueue(StoreBatch.Insert(record: record, line: line,
-                                             acceptedLine: journalText(.accepted(messageID: record.messageID))))
+                                             acceptedText: journalText(.accepted(messageID: record.messageID))))
         case .record(let request) where storeDown && request.finalMessageID == nil && request.handedOverMessageID == nil:
             // A rejection while the store cannot take writes: the submitter must learn it now (retryable),
             // not once the disk has room again. It is written at once, not journaled (no `seq`); it
@@ -630,7 +643,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             // Taken apart, not copied: its message_ids move into the store's record.
             let hash = request.finalMessageIDHash
             let (id, event, finalMessageID, handedOverMessageID) = request.parts()
-            writer.enqueue(StoreBatch.Record(id: id, line: journalText(event), finalMessageID: finalMessageID,
+            writer.enqueue(StoreBatch.Record(id: id, text: journalText(event), finalMessageID: finalMessageID,
                                              finalMessageIDHash: hash, handedOverMessageID: handedOverMessageID))
             // `apiRecord(_:writtenNow: false)` has work only for a rejection.
             if case .rejected = event { apiRecord(RecordRequest(id: id, event: event), writtenNow: false) }
