@@ -642,7 +642,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         case .record(let request):
             // Taken apart, not copied: its message_ids move into the store's record.
             let hash = request.finalMessageIDHash
-            let (id, event, finalMessageID, handedOverMessageID) = request.parts()
+            // `consume`: calling the consuming `parts()` on the bound value copied the whole request first.
+            let (id, event, finalMessageID, handedOverMessageID) = (consume request).parts()
             writer.enqueue(StoreBatch.Record(id: id, text: journalText(event), finalMessageID: finalMessageID,
                                              finalMessageIDHash: hash, handedOverMessageID: handedOverMessageID))
             // `apiRecord(_:writtenNow: false)` has work only for a rejection.
