@@ -441,22 +441,25 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         // The events of one commit share its time: render it once.
         var time: (unixMillis: Int64, text: [UInt8]) = (0, [])
         var capacity = 0
-        // Read by index: a for-in copied every event out (and destroyed the copy).
-        for index in journaled.indices { capacity += Self.eventLineCapacity(journaled[index]) }
         var lineEnds: [Int] = []
-        lineEnds.reserveCapacity(journaled.count)
-        let lines = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, written in
-            for index in journaled.indices {
-                let eventTime = journaled[index].timeUnixMillis
-                if time.text.isEmpty || time.unixMillis != eventTime {
-                    time.unixMillis = eventTime
-                    time.text.removeAll(keepingCapacity: true)
-                    Self.appendRFC3339(unixMillis: eventTime, to: &time.text)
+        // Read in place through the buffer: a for-in, or passing `journaled[index]` on, copied every event
+        // out (and destroyed the copy).
+        let lines = journaled.withUnsafeBufferPointer { journaled in
+            for index in journaled.indices { capacity += Self.eventLineCapacity(journaled[index]) }
+            lineEnds.reserveCapacity(journaled.count)
+            return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, written in
+                for index in journaled.indices {
+                    let eventTime = journaled[index].timeUnixMillis
+                    if time.text.isEmpty || time.unixMillis != eventTime {
+                        time.unixMillis = eventTime
+                        time.text.removeAll(keepingCapacity: true)
+                        Self.appendRFC3339(unixMillis: eventTime, to: &time.text)
+                    }
+                    written += time.text.withUnsafeBufferPointer { time in
+                        Self.writeEventLine(journaled[index], time: time, to: buffer.baseAddress! + written)
+                    }
+                    lineEnds.append(written)
                 }
-                written += time.text.withUnsafeBufferPointer { time in
-                    Self.writeEventLine(journaled[index], time: time, to: buffer.baseAddress! + written)
-                }
-                lineEnds.append(written)
             }
         }
         outlet.append(utf8Lines: lines, lineEnds: lineEnds)
@@ -503,6 +506,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     /// at most 24 of them) and returns how many bytes it wrote: the object with trailing spaces and newlines
     /// removed, `seq` and `time` appended before its `}`, and a newline. A text that is not an object ends
     /// up on its line as it is.
+    @inline(__always)
     static func writeEventLine(_ event: JournaledEvent, time: UnsafeBufferPointer<UInt8>,
                                to out: UnsafeMutablePointer<UInt8>) -> Int {
         if event.text.isPlainEvent {
