@@ -109,25 +109,6 @@ public struct StoreBatch: Sendable, Equatable {
         /// The upstream message or receipt this event hands over: remembered for dedupe.
         public var handedOverMessageID: String?
 
-        /// `finalMessageIDHash`, when given, must be `SlotIndex.hash(finalMessageID)` (`RecordRequest` carries it).
-        public init(id: UInt64, line: String, finalMessageID: String? = nil, finalMessageIDHash: UInt32? = nil,
-                    handedOverMessageID: String? = nil) {
-            self.init(id: id, text: EventText(line), finalMessageID: finalMessageID, finalMessageIDHash: finalMessageIDHash,
-                      handedOverMessageID: handedOverMessageID)
-        }
-
-        /// `finalMessageIDHash`, when given, must be `SlotIndex.hash(finalMessageID)` (`RecordRequest` carries it).
-        public init(id: UInt64, text: EventText, finalMessageID: String? = nil, finalMessageIDHash: UInt32? = nil,
-                    handedOverMessageID: String? = nil) {
-            self.id = id
-            self.text = text
-            self.finalMessageID = finalMessageID
-            knownFinalHash = finalMessageID == nil ? nil : finalMessageIDHash
-            assert(finalMessageID == nil || finalMessageIDHash == nil || finalMessageID.map(SlotIndex.hash) == finalMessageIDHash,
-                   "a final message_id's hash that is not its own")
-            self.handedOverMessageID = handedOverMessageID
-        }
-
         /// `SlotIndex.hash(finalMessageID)`, hashed only when it was not given; nil without a final message.
         var finalMessageIDHash: UInt32? {
             guard let id = finalMessageID else { return nil }
@@ -234,6 +215,28 @@ public struct StoreBatch: Sendable, Equatable {
 
     public static func == (lhs: StoreBatch, rhs: StoreBatch) -> Bool {
         lhs.operations == rhs.operations && lhs.eventCursors == rhs.eventCursors
+    }
+}
+
+extension StoreBatch.Record {
+    /// `finalMessageIDHash`, when given, must be `SlotIndex.hash(finalMessageID)` (`RecordRequest` carries it).
+    public init(id: UInt64, line: String, finalMessageID: String? = nil, finalMessageIDHash: UInt32? = nil,
+                handedOverMessageID: String? = nil) {
+        self.init(id: id, text: EventText(line), finalMessageID: finalMessageID, finalMessageIDHash: finalMessageIDHash,
+                  handedOverMessageID: handedOverMessageID)
+    }
+
+    /// `finalMessageIDHash`, when given, must be `SlotIndex.hash(finalMessageID)` (`RecordRequest` carries it).
+    public init(id: UInt64, text: EventText, finalMessageID: String? = nil, finalMessageIDHash: UInt32? = nil,
+                handedOverMessageID: String? = nil) {
+        // The synthesized memberwise initializer (these initializers are in an extension so that it
+        // exists): assigning the fields one by one built the record, copied it and destroyed the first
+        // (about 290 instructions per record).
+        self.init(id: id, text: text, finalMessageID: finalMessageID,
+                  knownFinalHash: finalMessageID == nil ? nil : finalMessageIDHash,
+                  handedOverMessageID: handedOverMessageID)
+        assert(finalMessageID == nil || finalMessageIDHash == nil || finalMessageID.map(SlotIndex.hash) == finalMessageIDHash,
+               "a final message_id's hash that is not its own")
     }
 }
 
