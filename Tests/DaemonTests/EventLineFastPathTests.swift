@@ -162,6 +162,35 @@ import Testing
         #expect(try String(contentsOfFile: single, encoding: .utf8) == lines.joined())
     }
 
+    /// The outlet takes a commit's lines as they are when nothing is buffered, and appends them after what
+    /// is: single lines and commits in any order, flushed or not in between, reach the file in order.
+    @Test func commitLinesAfterBufferedLinesKeepTheOrder() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("event-order-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("events.jsonl").path
+        var expected = ""
+        do {
+            let outlet = try EventOutlet(path: path)
+            func commit(_ lines: [String]) {
+                let bytes = Array(lines.joined().utf8)
+                outlet.append(utf8Lines: bytes, lineEnds: [bytes.count])
+                expected += lines.joined()
+            }
+            commit(["{\"a\":1}\n", "{\"a\":2}\n"])                  // into an empty buffer
+            outlet.append("{\"b\":1}\n")
+            expected += "{\"b\":1}\n"
+            commit(["{\"a\":3}\n"])                                    // after a buffered line
+            commit(["{\"a\":4}\n"])                                    // after a buffered commit
+            #expect(outlet.flush())
+            commit(["{\"a\":5}\n"])                                    // empty again after the flush
+            outlet.append(utf8: Array("{\"c\":1}\n".utf8))
+            expected += "{\"c\":1}\n"
+            #expect(outlet.flush())
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == expected)
+    }
+
     static func isPlain(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { EventLine.isPlain($0) }
