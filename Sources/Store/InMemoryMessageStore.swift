@@ -7,7 +7,7 @@ public final class InMemoryMessageStore: MessageStore {
     fileprivate struct Entry {
         var record: MessageRecord
         var acceptSeq: Int64
-        var finalEvent: String?
+        var finalEvent: EventText?
         var finalAt: Int64 = 0
     }
 
@@ -103,7 +103,7 @@ public final class InMemoryMessageStore: MessageStore {
         guard let slot = tables.slot(of: messageID, hash: SlotIndex.hash(messageID)),
               let entry = tables.slots[slot]?.entry else { return nil }
         return StoredMessage(messageID: messageID, acceptedAtUnixMillis: entry.record.acceptedAtUnixMillis,
-                             attempts: entry.record.attempts, sends: entry.record.sends, lastError: entry.record.lastError, finalEvent: entry.finalEvent,
+                             attempts: entry.record.attempts, sends: entry.record.sends, lastError: entry.record.lastError, finalEvent: entry.finalEvent?.string,
                              finalAtUnixMillis: entry.finalEvent == nil ? 0 : entry.finalAt)
     }
 
@@ -131,7 +131,7 @@ extension InMemoryMessageStore.Tables {
                     let old = slots[slot]!.entry
                     if let finalEvent = old.finalEvent {
                         if old.finalAt >= finalRetainedSince {
-                            outcome = .duplicateFinal(outcome: finalEvent)
+                            outcome = .duplicateFinal(outcome: finalEvent.string)
                         } else {
                             slots[slot]!.entry = InMemoryMessageStore.Entry(record: insert.record,
                                                                             acceptSeq: lastSeq + 1)
@@ -157,7 +157,7 @@ extension InMemoryMessageStore.Tables {
                     index.insert(hash: hash, slot: Int32(position))
                     outcome = .stored
                 }
-                if outcome == .stored { _ = append(insert.acceptedLine, now: now, to: &result) }
+                if outcome == .stored { _ = append(insert.acceptedText, now: now, to: &result) }
                 result.persisted.append(PersistResult(messageID: id, line: insert.line, outcome: outcome))
             case .progress(let record):
                 // Filed under the hash the batch computed when it coalesced the progress.
@@ -177,7 +177,7 @@ extension InMemoryMessageStore.Tables {
                         result.duplicateFinalRecords.append(record.id)
                         continue
                     }
-                    slots[slot]!.entry.finalEvent = record.line
+                    slots[slot]!.entry.finalEvent = record.text
                     slots[slot]!.entry.finalAt = now
                     finalOrder.append((Int32(slot), now))
                 }
@@ -185,7 +185,7 @@ extension InMemoryMessageStore.Tables {
                     handedOver[id] = now
                     handedOverOrder.append((id, now))
                 }
-                _ = append(record.line, now: now, to: &result)
+                _ = append(record.text, now: now, to: &result)
             }
         }
         for (consumer, seq) in batch.eventCursors { cursors[consumer] = max(cursors[consumer] ?? seq, seq) }
@@ -198,9 +198,9 @@ extension InMemoryMessageStore.Tables {
         index.find(hash: hash) { slots[Int($0)]!.id == id }.map(Int.init)
     }
 
-    private mutating func append(_ line: String, now: Int64, to result: inout StoreCommitResult) -> Int64 {
+    private mutating func append(_ text: EventText, now: Int64, to result: inout StoreCommitResult) -> Int64 {
         lastSeq += 1
-        let event = JournaledEvent(seq: lastSeq, timeUnixMillis: now, line: line)
+        let event = JournaledEvent(seq: lastSeq, timeUnixMillis: now, text: text)
         journal.append(event)
         result.journaled.append(event)
         return lastSeq

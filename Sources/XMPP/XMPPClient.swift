@@ -130,13 +130,16 @@ public final class XMPPClient: TLSConnectionDelegate {
     /// Sends one serialized stanza given as UTF-8 bytes; as `send(raw:)`, without a `String` in between.
     @discardableResult
     public func send(utf8 bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { send(utf8Bytes: $0) }
+    }
+
+    /// Sends one serialized stanza given as UTF-8 bytes read in place (queued as a copy); as `send(raw:)`.
+    @discardableResult
+    public func send(utf8Bytes bytes: UnsafeRawBufferPointer) -> Bool {
         loop.preconditionInEventLoop()
         guard let tls, !ended, !closingLocally else { return false }
         do {
-            let result: Result<Void, TLSError> = bytes.withUnsafeBytes { buffer in
-                Result { () throws(TLSError) in try tls.write(buffer) }
-            }
-            try result.get()
+            try tls.write(bytes)
             return true
         } catch {
             if error.kind == .writeBufferFull {

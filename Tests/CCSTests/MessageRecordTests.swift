@@ -42,4 +42,28 @@ import Testing
         #expect(computed.finalMessageIDHash == SlotIndex.hash(messageID))
         #expect(RecordRequest(id: 2, event: .expired(messageID: messageID)).finalMessageIDHash == 0)
     }
+
+    /// The stanza is written into the record's own storage (`withStanza`), with room for `escapeRoom` bytes
+    /// of escapes; a message_id or JSON whose escapes need more is built by appending and copied in. Either
+    /// way the bytes are `CCSStanza.downstream`'s, at every amount of escapes around that room, and the
+    /// record's other fields read back as given.
+    @Test func theStanzaInTheRecordsStorageIsTheDownstreamStanza() {
+        let room = CCSStanza.escapeRoom
+        for escapes in [0, 1, room / 4 - 1, room / 4, room / 4 + 1, room / 3, room / 3 + 1, room, 3 * room] {
+            for (idEscapes, jsonEscapes) in [(0, escapes), (escapes, 0), (escapes / 2, escapes - escapes / 2)] {
+                // `&` takes 5 bytes escaped (4 more), `<` and `>` 4 (3 more), `"` in the attribute 6 (5 more).
+                let id = "m-" + String(repeating: "\"", count: idEscapes)
+                let json = #"{"to":"token","data":{"t":""# + String(repeating: "&<>", count: jsonEscapes) + #""}}"#
+                let record = MessageRecord(messageID: id, jsonUTF8: Array(json.utf8), to: "token", rateKey: "key",
+                                           acceptedAt: 2.5, acceptedAtUnixMillis: 2_500, timeToLive: 7)
+                let expected = Array(CCSStanza.downstream(messageID: id, json: json).utf8)
+                #expect(record.withStanza { Array($0) } == expected, "\(idEscapes) \(jsonEscapes)")
+                #expect(record.stanza == expected)
+                #expect(Array(json.utf8).withUnsafeBufferPointer { CCSStanza.downstreamUTF8(messageID: id, jsonUTF8: $0) } == expected)
+                #expect(record.messageID == id && record.json == json && record.to == "token" && record.rateKey == "key")
+                #expect(record.acceptedAt == 2.5 && record.acceptedAtUnixMillis == 2_500 && record.timeToLive == 7)
+                #expect(record.messageIDHash == SlotIndex.hash(id))
+            }
+        }
+    }
 }

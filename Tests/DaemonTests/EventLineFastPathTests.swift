@@ -162,6 +162,35 @@ import Testing
         #expect(try String(contentsOfFile: single, encoding: .utf8) == lines.joined())
     }
 
+    /// The outlet takes a commit's lines as they are when nothing is buffered, and appends them after what
+    /// is: single lines and commits in any order, flushed or not in between, reach the file in order.
+    @Test func commitLinesAfterBufferedLinesKeepTheOrder() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("event-order-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let path = directory.appendingPathComponent("events.jsonl").path
+        var expected = ""
+        do {
+            let outlet = try EventOutlet(path: path)
+            func commit(_ lines: [String]) {
+                let bytes = Array(lines.joined().utf8)
+                outlet.append(utf8Lines: bytes, lineEnds: [bytes.count])
+                expected += lines.joined()
+            }
+            commit(["{\"a\":1}\n", "{\"a\":2}\n"])                  // into an empty buffer
+            outlet.append("{\"b\":1}\n")
+            expected += "{\"b\":1}\n"
+            commit(["{\"a\":3}\n"])                                    // after a buffered line
+            commit(["{\"a\":4}\n"])                                    // after a buffered commit
+            #expect(outlet.flush())
+            commit(["{\"a\":5}\n"])                                    // empty again after the flush
+            outlet.append(utf8: Array("{\"c\":1}\n".utf8))
+            expected += "{\"c\":1}\n"
+            #expect(outlet.flush())
+        }
+        #expect(try String(contentsOfFile: path, encoding: .utf8) == expected)
+    }
+
     static func isPlain(_ text: String) -> Bool {
         var text = text
         return text.withUTF8 { EventLine.isPlain($0) }
@@ -203,6 +232,39 @@ import Testing
         }
     }
 
+    /// `accepted` and plain `acked` kept as their pieces (`EventText`): the same text, length and events-file
+    /// line as the general writer's string, and equal to it as a text; nil where a string needs an escape.
+    @Test func plainEventTextsAreTheGeneralWritersText() {
+        let strings = ["", "m", "b-1", "message-id-of-sixteen", "bench-token-7-APA91bHPRgkFLJu4x", "a b:c/d_e~\u{7F}",
+                       "q\"uote", "back\\slash", "new\nline", "\u{01}", "é", "😀", "/topics/news"]
+        let seqs: [Int64] = [0, 7, 123_456_789, Int64.max, Int64.min]
+        for first in strings {
+            for second in strings {
+                for event in [DispatcherEvent.accepted(messageID: first),
+                              .acked(messageID: first, to: second, canonicalRegistrationID: nil, group: nil)] {
+                    let general = Self.generic(event)
+                    let plain = Self.isPlain(first) && (event.isAccepted || Self.isPlain(second))
+                    let text = event.plainText()
+                    #expect((text != nil) == plain, "\(event)")
+                    guard let text else { continue }
+                    #expect(text.isPlainEvent)
+                    #expect(text.string == general && text.description == general)
+                    #expect(text.utf8Count == general.utf8.count)
+                    #expect(text == EventText(general) && EventText(general) == text)
+                    for seq in seqs {
+                        let pieces = JournaledEvent(seq: seq, timeUnixMillis: 1_764_504_000_123, text: text)
+                        let whole = JournaledEvent(seq: seq, timeUnixMillis: 1_764_504_000_123, line: general)
+                        #expect(CCSDaemon.eventLine(pieces) == Self.reference(whole), "\(event) \(seq)")
+                        #expect(Self.reference(whole).utf8.count <= CCSDaemon.eventLineCapacity(pieces))
+                    }
+                }
+            }
+        }
+        #expect(EventText.accepted(messageID: "a") != EventText.accepted(messageID: "b"))
+        #expect(EventText.acked(messageID: "a", to: "t") != EventText("{\"event\":\"acked\",\"message_id\":\"a\",\"to\":\"u\"}"))
+        #expect(!EventText("{}").isPlainEvent)
+    }
+
     /// The events-file line as first written with `String` (trailing spaces and newlines dropped, `seq` and
     /// `time` inserted before the closing brace, a text that is no object written as it is).
     static func reference(_ event: JournaledEvent) -> String {
@@ -227,4 +289,8 @@ import Testing
             }
         }
     }
+}
+
+private extension DispatcherEvent {
+    var isAccepted: Bool { if case .accepted = self { true } else { false } }
 }

@@ -51,6 +51,29 @@ import Testing
         #expect(try store.events(after: 2, limit: 1).map(\.line) == [acceptedLine("b")])
     }
 
+    /// Event texts kept as pieces (`EventText.accepted`, `EventText.acked`) are journaled, stored as a final
+    /// outcome and read back as the same text as their strings, on both stores.
+    @Test(arguments: StoreKind.allCases)
+    func eventTextsKeptAsPiecesReadBackAsTheirText(kind: StoreKind) throws {
+        let directory = TemporaryDirectory()
+        let store = try kind.make(in: directory, configuration: StoreConfiguration(finalRetentionMillis: 10_000))
+        defer { store.close() }
+        let accepted = try #require(EventText.accepted(messageID: "p"))
+        let acked = try #require(EventText.acked(messageID: "p", to: "tok-p"))
+        let ackedLine = #"{"event":"acked","message_id":"p","to":"tok-p"}"#
+        let first = try store.commit(batch { b in
+            b.insert(StoreBatch.Insert(record: message("p"), line: 1, acceptedText: accepted))
+            b.record(StoreBatch.Record(id: 1, text: acked, finalMessageID: "p"))
+        }, nowUnixMillis: 2_000)
+        #expect(first.journaled.map(\.line) == [acceptedLine("p"), ackedLine])
+        #expect(first.journaled.map(\.text) == [EventText(acceptedLine("p")), EventText(ackedLine)])
+        #expect(try store.events(after: 0, limit: 10).map(\.line) == [acceptedLine("p"), ackedLine])
+        #expect(try store.storedMessage("p")?.finalEvent == ackedLine)
+        let again = try store.commit(batch { b in b.insert(StoreBatch.Insert(record: message("p"), line: 2, acceptedText: accepted)) },
+                                     nowUnixMillis: 3_000)
+        #expect(again.persisted == [PersistResult(messageID: "p", line: 2, outcome: .duplicateFinal(outcome: ackedLine))])
+    }
+
     @Test(arguments: StoreKind.allCases)
     func aStoredMessageIDIsRefusedAndAFinalOneAnswersItsStoredOutcome(kind: StoreKind) throws {
         let directory = TemporaryDirectory()

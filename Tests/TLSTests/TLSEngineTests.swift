@@ -73,6 +73,38 @@ import Certificates
         #expect(throws: TLSError.self) { try [1, 2, 3].withUnsafeBytes { try client.writePlaintext($0) } }
     }
 
+    /// `pendingCiphertextCount` answers 0 without asking the output BIO while the engine knows it empty; every
+    /// call that may write to it makes the engine ask again. A read that fails on a corrupted record writes
+    /// the fatal alert for the peer: the count must see it (and `takeCiphertext` take it) after the output was
+    /// drained, as after a write, a handshake step and a shutdown.
+    @Test func pendingCiphertextIsSeenAfterEveryCallThatMayWriteIt() throws {
+        let (client, server) = try engines()
+        try Self.handshake(client, server)
+        #expect(client.pendingCiphertextCount == 0 && server.pendingCiphertextCount == 0)
+        _ = try Self.readAll(client)  // the server's session tickets, if any
+        _ = client.takeCiphertext()
+        #expect(client.pendingCiphertextCount == 0)
+
+        try [1, 2, 3].withUnsafeBytes { try client.writePlaintext($0) }
+        let written = client.pendingCiphertextCount
+        #expect(written > 3)
+        var record = client.takeCiphertext()
+        #expect(record.count == written)
+        #expect(client.pendingCiphertextCount == 0)
+
+        record[record.count - 1] ^= 0xFF  // the tag no longer matches
+        server.feedCiphertext(record)
+        #expect(server.pendingCiphertextCount == 0)
+        #expect(throws: TLSError.self) { _ = try Self.readAll(server) }
+        let alert = server.pendingCiphertextCount
+        #expect(alert > 0, "the read's alert for the peer")
+        #expect(server.takeCiphertext().count == alert)
+        #expect(server.pendingCiphertextCount == 0)
+
+        client.shutdown()
+        #expect(client.pendingCiphertextCount > 0, "the close_notify")
+    }
+
     @Test func ciphertextFedInTinyPiecesStillDecrypts() throws {
         let (client, server) = try engines()
         try Self.handshake(client, server)

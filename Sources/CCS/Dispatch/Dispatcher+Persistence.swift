@@ -15,6 +15,7 @@ extension Dispatcher {
     /// closed (retryable), the store is unavailable (retryable), or the pool stopped.
     public mutating func submit(_ submissions: [(record: MessageRecord, line: Int?)], now: Double) -> [DispatcherAction] {
         var actions: [DispatcherAction] = []
+        actions.reserveCapacity(submissions.count)  // one action each: no growth (each copied every action)
         for (record, line) in submissions {
             if let (error, retryable) = intakeRefusal {
                 reject(record.messageID, field: "", error: error, line: line, retryable: retryable, actions: &actions)
@@ -52,6 +53,9 @@ extension Dispatcher {
     /// Results for message_ids not persisting are ignored.
     public mutating func persisted(_ results: [PersistResult], now: Double) -> [DispatcherAction] {
         var actions: [DispatcherAction] = []
+        // Room for a send and its progress per stored message (what the pump adds when the windows are open),
+        // so the array does not grow, copying its actions, several times per commit.
+        actions.reserveCapacity(2 * results.count)
         for result in results {
             let messageID = result.messageID
             guard let handle = persistingHandle(messageID), case .persisting(let line)? = table.place(of: handle) else { continue }

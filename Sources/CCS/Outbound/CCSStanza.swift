@@ -33,22 +33,38 @@ public enum CCSStanza {
     /// cost about 90 instructions per piece, and a stanza has a dozen pieces when its JSON holds three markup
     /// characters; counting the escapes first would scan the JSON twice, which costs as much.
     public static func downstreamUTF8(messageID: String, jsonUTF8 json: UnsafeBufferPointer<UInt8>) -> [UInt8] {
+        let capacity = downstreamCapacity(messageID: messageID, jsonCount: json.count)
+        var fits = false
+        let stanza = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
+            guard let written = writeDownstream(messageID: messageID, jsonUTF8: json, to: buffer) else { return }
+            count = written
+            fits = true
+        }
+        if fits { return stanza }
         var messageID = messageID
-        return messageID.withUTF8 { id in
-            let capacity = messageOpen.utf8CodeUnitCount + id.count + gcmOpen.utf8CodeUnitCount + json.count
-                + gcmClose.utf8CodeUnitCount + escapeRoom
-            var fits = false
-            let stanza = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, count in
-                guard var written = write(messageOpen, to: buffer, at: 0),
-                      let idCount = XMLWriter.writeEscaped(utf8: id, inAttribute: true, to: UnsafeMutableBufferPointer(rebasing: buffer[written...])),
-                      let afterID = write(gcmOpen, to: buffer, at: written + idCount) else { return }
-                written = afterID
-                guard let jsonCount = XMLWriter.writeEscaped(utf8: json, inAttribute: false, to: UnsafeMutableBufferPointer(rebasing: buffer[written...])),
-                      let end = write(gcmClose, to: buffer, at: written + jsonCount) else { return }
-                count = end
-                fits = true
-            }
-            return fits ? stanza : appendedDownstreamUTF8(id: id, json: json)
+        return messageID.withUTF8 { appendedDownstreamUTF8(id: $0, json: json) }
+    }
+
+    /// The room `writeDownstream` needs for a message_id and JSON that need at most `escapeRoom` bytes of
+    /// escapes: their bytes as they are, the stanza's markup and `escapeRoom`.
+    public static func downstreamCapacity(messageID: String, jsonCount: Int) -> Int {
+        messageOpen.utf8CodeUnitCount + messageID.utf8.count + gcmOpen.utf8CodeUnitCount + jsonCount
+            + gcmClose.utf8CodeUnitCount + escapeRoom
+    }
+
+    /// Writes `downstreamUTF8(messageID:jsonUTF8:)` into `buffer` (uninitialized memory) and returns how many
+    /// bytes it wrote; nil, with an unspecified part of `buffer` written, when it does not fit.
+    public static func writeDownstream(messageID: String, jsonUTF8 json: UnsafeBufferPointer<UInt8>,
+                                       to buffer: UnsafeMutableBufferPointer<UInt8>) -> Int? {
+        var messageID = messageID
+        return messageID.withUTF8 { id -> Int? in
+            guard var written = write(messageOpen, to: buffer, at: 0),
+                  let idCount = XMLWriter.writeEscaped(utf8: id, inAttribute: true, to: UnsafeMutableBufferPointer(rebasing: buffer[written...])),
+                  let afterID = write(gcmOpen, to: buffer, at: written + idCount) else { return nil }
+            written = afterID
+            guard let jsonCount = XMLWriter.writeEscaped(utf8: json, inAttribute: false, to: UnsafeMutableBufferPointer(rebasing: buffer[written...])),
+                  let end = write(gcmClose, to: buffer, at: written + jsonCount) else { return nil }
+            return end
         }
     }
 

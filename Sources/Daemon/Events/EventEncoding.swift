@@ -30,39 +30,21 @@ extension DispatcherEvent {
     }
 
     /// The two events every message has, `accepted` and an `acked` with neither canonical id nor group
-    /// counts, when their strings need no escape (`EventLine.isPlain`): measured, then written straight into
-    /// the string's storage (no byte buffer in between). nil for any other event or string; then
-    /// `appendJSONObject(to:)` writes it. The text is the same (keys in the same order: tests compare them).
-    func plainJSONObject() -> String? {
+    /// counts, when their strings need no escape (`EventLine.isPlain`), as a `String`; nil for any other
+    /// event or string. The text is the same as `appendJSONObject(to:)` writes (keys in the same order:
+    /// tests compare them).
+    func plainJSONObject() -> String? { plainText()?.string }
+
+    /// `plainJSONObject()` kept as its pieces (`EventText.accepted`, `EventText.acked`): the journal and the
+    /// events file take it so, and no `String` is made for it on the per-message path.
+    func plainText() -> EventText? {
         switch self {
         case .accepted(let messageID):
-            Self.plainObject("{\"event\":\"accepted\",\"message_id\":\"", messageID, "\"}", nil, "")
+            EventText.accepted(messageID: messageID)
         case .acked(let messageID, let to, nil, nil):
-            Self.plainObject("{\"event\":\"acked\",\"message_id\":\"", messageID, "\",\"to\":\"", to, "\"}")
+            EventText.acked(messageID: messageID, to: to)
         default:
             nil
-        }
-    }
-
-    /// `head first middle second tail`, or nil when `first` or `second` needs an escape.
-    private static func plainObject(_ head: StaticString, _ first: String, _ middle: StaticString, _ second: String?,
-                                    _ tail: StaticString) -> String? {
-        var first = first
-        var second = second ?? ""
-        return first.withUTF8 { first in
-            second.withUTF8 { second in
-                guard EventLine.isPlain(first), EventLine.isPlain(second) else { return nil }
-                let count = head.utf8CodeUnitCount + first.count + middle.utf8CodeUnitCount + second.count + tail.utf8CodeUnitCount
-                return String(unsafeUninitializedCapacity: count) { buffer in
-                    var cursor = ByteCursor(buffer.baseAddress!)
-                    cursor.put(head)
-                    cursor.put(first)
-                    cursor.put(middle)
-                    cursor.put(second)
-                    cursor.put(tail)
-                    return count
-                }
-            }
         }
     }
 

@@ -89,7 +89,12 @@ public final class EventOutlet: @unchecked Sendable {
 
     /// Buffers the lines of one commit in one piece (`EventSink.append(utf8Lines:lineEnds:)`).
     public func append(utf8Lines bytes: [UInt8], lineEnds: [Int]) {
-        buffer.append(contentsOf: bytes)
+        if buffer.isEmpty {
+            // Taken as it is, not copied (the usual case: the buffer was flushed after the previous commit).
+            buffer = bytes
+        } else {
+            buffer.append(contentsOf: bytes)
+        }
         if buffer.count >= 64 * 1024 { flush() }
     }
 

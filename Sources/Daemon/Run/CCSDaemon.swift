@@ -441,31 +441,37 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         // The events of one commit share its time: render it once.
         var time: (unixMillis: Int64, text: [UInt8]) = (0, [])
         var capacity = 0
-        for event in journaled { capacity += Self.eventLineCapacity(event) }
         var lineEnds: [Int] = []
-        lineEnds.reserveCapacity(journaled.count)
-        let lines = [UInt8](unsafeUninitializedCapacity: capacity) { buffer, written in
-            for event in journaled {
-                if time.text.isEmpty || time.unixMillis != event.timeUnixMillis {
-                    time.unixMillis = event.timeUnixMillis
-                    time.text.removeAll(keepingCapacity: true)
-                    Self.appendRFC3339(unixMillis: event.timeUnixMillis, to: &time.text)
+        // Read in place through the buffer: a for-in, or passing `journaled[index]` on, copied every event
+        // out (and destroyed the copy).
+        let lines = journaled.withUnsafeBufferPointer { journaled in
+            for index in journaled.indices { capacity += Self.eventLineCapacity(journaled[index]) }
+            lineEnds.reserveCapacity(journaled.count)
+            return [UInt8](unsafeUninitializedCapacity: capacity) { buffer, written in
+                for index in journaled.indices {
+                    let eventTime = journaled[index].timeUnixMillis
+                    if time.text.isEmpty || time.unixMillis != eventTime {
+                        time.unixMillis = eventTime
+                        time.text.removeAll(keepingCapacity: true)
+                        Self.appendRFC3339(unixMillis: eventTime, to: &time.text)
+                    }
+                    written += time.text.withUnsafeBufferPointer { time in
+                        Self.writeEventLine(journaled[index], time: time, to: buffer.baseAddress! + written)
+                    }
+                    lineEnds.append(written)
                 }
-                written += time.text.withUnsafeBufferPointer { time in
-                    Self.writeEventLine(event, time: time, to: buffer.baseAddress! + written)
-                }
-                lineEnds.append(written)
             }
         }
         outlet.append(utf8Lines: lines, lineEnds: lineEnds)
     }
 
-    /// An event's JSON object text (`DispatcherEvent.jsonObject()`), built in one buffer kept for every event.
-    func journalText(_ event: DispatcherEvent) -> String {
-        if let text = event.plainJSONObject() { return text }
+    /// An event's JSON object text (`DispatcherEvent.jsonObject()`): the two plain events as their pieces
+    /// (`DispatcherEvent.plainText()`), any other built in one buffer kept for every event.
+    func journalText(_ event: DispatcherEvent) -> EventText {
+        if let text = event.plainText() { return text }
         eventText.removeAll(keepingCapacity: true)
         event.appendJSONObject(to: &eventText)
-        return String(decoding: eventText, as: UTF8.self)
+        return EventText(String(decoding: eventText, as: UTF8.self))
     }
 
     /// A journaled event as an events-file line: its object with `seq` and `time` appended, and a newline.
@@ -493,15 +499,26 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     /// Room enough for `writeEventLine(event, …)`: the object, `,"seq":` and 20 digits and a sign,
     /// `,"time":"` and the 24 bytes of the time, `"}` and the newline.
     static func eventLineCapacity(_ event: JournaledEvent) -> Int {
-        event.line.utf8.count + 1 + 6 + 21 + 9 + 24 + 3
+        event.text.utf8Count + 1 + 6 + 21 + 9 + 24 + 3
     }
 
     /// Writes the events-file line of `event` at `out` (room for `eventLineCapacity(event)` bytes, `time`
     /// at most 24 of them) and returns how many bytes it wrote: the object with trailing spaces and newlines
     /// removed, `seq` and `time` appended before its `}`, and a newline. A text that is not an object ends
     /// up on its line as it is.
+    @inline(__always)
     static func writeEventLine(_ event: JournaledEvent, time: UnsafeBufferPointer<UInt8>,
                                to out: UnsafeMutablePointer<UInt8>) -> Int {
+        if event.text.isPlainEvent {
+            // Written from its pieces; its closing `}` is its last byte, written over.
+            var cursor = ByteCursor(out + event.text.write(to: out) - 1)
+            cursor.put(",\"seq\":")
+            cursor.put(decimal: event.seq)
+            cursor.put(",\"time\":\"")
+            cursor.put(time)
+            cursor.put("\"}\n")
+            return cursor.at - out
+        }
         var line = event.line
         return line.withUTF8 { bytes -> Int in
             var cursor = ByteCursor(out)
@@ -611,13 +628,13 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             connections[id] = connection
             connection.start()
         case .send(let id, let record):
-            sendTarget(id)?.send(utf8: record.stanza)
+            if let connection = sendTarget(id) { record.withStanza { connection.send(utf8Bytes: $0) } }
         case .ack(let id, let to, let messageID):
             // Released by `recorded(through:)`: its event is committed and written to the events sink.
             connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
         case .persist(let record, let line):
             writer.enqueue(StoreBatch.Insert(record: record, line: line,
-                                             acceptedLine: journalText(.accepted(messageID: record.messageID))))
+                                             acceptedText: journalText(.accepted(messageID: record.messageID))))
         case .record(let request) where storeDown && request.finalMessageID == nil && request.handedOverMessageID == nil:
             // A rejection while the store cannot take writes: the submitter must learn it now (retryable),
             // not once the disk has room again. It is written at once, not journaled (no `seq`); it
@@ -629,8 +646,9 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         case .record(let request):
             // Taken apart, not copied: its message_ids move into the store's record.
             let hash = request.finalMessageIDHash
-            let (id, event, finalMessageID, handedOverMessageID) = request.parts()
-            writer.enqueue(StoreBatch.Record(id: id, line: journalText(event), finalMessageID: finalMessageID,
+            // `consume`: calling the consuming `parts()` on the bound value copied the whole request first.
+            let (id, event, finalMessageID, handedOverMessageID) = (consume request).parts()
+            writer.enqueue(StoreBatch.Record(id: id, text: journalText(event), finalMessageID: finalMessageID,
                                              finalMessageIDHash: hash, handedOverMessageID: handedOverMessageID))
             // `apiRecord(_:writtenNow: false)` has work only for a rejection.
             if case .rejected = event { apiRecord(RecordRequest(id: id, event: event), writtenNow: false) }

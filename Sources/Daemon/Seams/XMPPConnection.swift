@@ -22,6 +22,9 @@ public protocol XMPPConnection: AnyObject {
     /// Queues one stanza's XML as UTF-8 bytes (`MessageRecord.stanza`); as `send(raw:)` otherwise (see the
     /// extension's default).
     @discardableResult func send(utf8 bytes: [UInt8]) -> Bool
+    /// Queues one stanza's XML as UTF-8 bytes read in place (`MessageRecord.withStanza`): valid only during
+    /// the call, copied if kept. As `send(utf8:)` otherwise (see the extension's default).
+    @discardableResult func send(utf8Bytes bytes: UnsafeRawBufferPointer) -> Bool
     /// Closes the stream politely (`</stream:stream>`, RFC 6120 §4.4), then TLS; ends with `.closedLocally`.
     func close()
     /// Drops the connection at once (no closing handshake); ends with `.closedLocally`.
@@ -54,6 +57,10 @@ extension XMPPConnection {
     /// Default: the bytes as text, through `send(raw:)`.
     @discardableResult
     public func send(utf8 bytes: [UInt8]) -> Bool { send(raw: String(decoding: bytes, as: UTF8.self)) }
+
+    /// Default: the bytes copied into an array, through `send(utf8:)`.
+    @discardableResult
+    public func send(utf8Bytes bytes: UnsafeRawBufferPointer) -> Bool { send(utf8: [UInt8](bytes)) }
 }
 
 extension XMPPConnectionDelegate {

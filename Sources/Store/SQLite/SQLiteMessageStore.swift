@@ -386,6 +386,7 @@ public final class SQLiteMessageStore: MessageStore {
     private func record(_ record: StoreBatch.Record, progress: MessageRecord?, seq: inout Int64, now: Int64,
                         statements s: Statements, result: inout StoreCommitResult) throws(StoreError) {
         let operation = "committing a batch"
+        let line = record.line  // made once: the event's text may be kept as pieces (`EventText`)
         result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
         if let messageID = record.finalMessageID {
             // The common case costs one statement: the update marks a live message final. Only when it changed
@@ -398,7 +399,7 @@ public final class SQLiteMessageStore: MessageStore {
                 update.bind(6, progress.lastError)
             }
             // The event and the message_id are bound without SQLite's copy of each (an allocation, a copy, a free).
-            try update.run(binding: 1, record.line, 3, messageID, operation: operation)
+            try update.run(binding: 1, line, 3, messageID, operation: operation)
             if s.database.changes == 0 {
                 s.selectMessage.bind(1, messageID)
                 let alreadyFinal = try s.selectMessage.step(operation: operation) && !s.selectMessage.isNull(0)
@@ -415,7 +416,7 @@ public final class SQLiteMessageStore: MessageStore {
             try s.upsertHandedOver.run(operation: operation)
         }
         seq += 1
-        try journal(seq: seq, time: now, line: record.line, statements: s, result: &result)
+        try journal(seq: seq, time: now, line: line, statements: s, result: &result)
     }
 
     /// Gives an event its seq; the blocks are written by `writeJournal` before the commit's pruning, in the same

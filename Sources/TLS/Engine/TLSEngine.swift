@@ -40,6 +40,13 @@ public final class TLSEngine {
     private let networkOut: OpaquePointer  // SSL writes ciphertext; we BIO_read it for the peer
     private let context: TLSContext        // keeps the SSL_CTX alive as long as the SSL (belt and braces)
 
+    /// False only while `networkOut` is known to be empty: set before every call into SSL that may write
+    /// to it (handshake, read, write, shutdown), cleared when `pendingCiphertextCount` finds it empty.
+    /// `pendingCiphertextCount` then answers 0 without asking the BIO (a `BIO_ctrl` call of about 120
+    /// instructions, which a connection asks once per stanza it writes). Unchecked exclusivity: an engine
+    /// is used on its connection's loop only, and no access to it stays open across a call.
+    @exclusivity(unchecked) private var outputMayBePending = true
+
     /// Whether the handshake has completed.
     public private(set) var isHandshakeComplete = false
     /// Whether the peer's close_notify arrived.
@@ -139,6 +146,7 @@ public final class TLSEngine {
     public func handshake() throws(TLSError) -> HandshakeProgress {
         if isHandshakeComplete { return .complete }
         OpenSSLErrorQueue.clear()
+        outputMayBePending = true
         let rc = SSL_do_handshake(ssl)
         if rc == 1 {
             isHandshakeComplete = true
@@ -178,6 +186,7 @@ public final class TLSEngine {
         guard let base = buffer.baseAddress, buffer.count > 0 else { return .wantRead }
         if receivedCloseNotify { return .closeNotify }
         OpenSSLErrorQueue.clear()
+        outputMayBePending = true  // a read may answer (a TLS 1.3 KeyUpdate, an alert)
         let rc = SSL_read(ssl, base, Int32(min(buffer.count, Int(Int32.max))))
         if rc > 0 {
             if !isHandshakeComplete { isHandshakeComplete = true }
@@ -202,6 +211,7 @@ public final class TLSEngine {
         guard let base = bytes.baseAddress, bytes.count > 0 else { return }
         if sentCloseNotify { throw TLSError(.closed, host: peerName, reason: "write after close_notify") }
         var offset = 0
+        outputMayBePending = true
         while offset < bytes.count {
             OpenSSLErrorQueue.clear()
             let chunk = Int32(min(bytes.count - offset, 1 << 30))
@@ -218,7 +228,12 @@ public final class TLSEngine {
     // MARK: Bytes out
 
     /// Ciphertext waiting to be sent to the peer, in bytes.
-    public var pendingCiphertextCount: Int { Int(ccsd_BIO_pending(networkOut)) }
+    public var pendingCiphertextCount: Int {
+        guard outputMayBePending else { return 0 }
+        let pending = Int(ccsd_BIO_pending(networkOut))
+        if pending == 0 { outputMayBePending = false }
+        return pending
+    }
 
     /// Removes and returns all ciphertext waiting to be sent to the peer.
     public func takeCiphertext() -> [UInt8] {
@@ -251,6 +266,7 @@ public final class TLSEngine {
         sentCloseNotify = true
         guard isHandshakeComplete else { return }
         OpenSSLErrorQueue.clear()
+        outputMayBePending = true
         _ = SSL_shutdown(ssl)
         OpenSSLErrorQueue.clear()
     }
