@@ -15,9 +15,8 @@ typedef struct GatherFile GatherFile;
 struct GatherFile {
     sqlite3_file base;
     sqlite3_file *real;
-    /// The WAL file: writes are gathered. Otherwise (the main database) every call goes straight through,
-    /// and `wal` is its WAL file while that is open.
-    int isWAL;
+    /// On the main database file (its calls go straight through, the wal-index barrier and locks after
+    /// writing what its WAL gathered): its WAL file while that is open.
     GatherFile *wal;
     /// On a WAL file: its main database file (NULL when not tied to one).
     GatherFile *main;
@@ -369,7 +368,6 @@ static int openFile(const char *name, sqlite3_file *pFile, int flags, int *outFl
         return rc;
     }
     if (flags & SQLITE_OPEN_WAL) {
-        file->isWAL = 1;
         file->base.pMethods = &walMethods;
         if (tie && name) {
             sqlite3_file *main = sqlite3_database_file_object(name);

@@ -177,8 +177,13 @@ public struct StoreBatch: Sendable, Equatable {
 
     /// Where the pending progress of `messageID` sits in `operations` (there is at most one per message).
     func progressOperationIndex(of messageID: String) -> Int? {
-        progressIndex.find(hash: SlotIndex.hash(messageID),
-                           isKey: { operations[Int($0)].progressMessageID == messageID }).map { Int($0) }
+        progressOperationIndex(of: messageID, hash: SlotIndex.hash(messageID))
+    }
+
+    /// `progressOperationIndex(of:)` with the message_id's `SlotIndex.hash` already known (a record's
+    /// `messageIDHash`, a final record's `finalMessageIDHash`): no hashing.
+    func progressOperationIndex(of messageID: String, hash: UInt32) -> Int? {
+        progressIndex.find(hash: hash, isKey: { operations[Int($0)].progressMessageID == messageID }).map { Int($0) }
     }
 
     /// Appends the operations of `other` after this batch's (progress still coalesced per message).

@@ -361,15 +361,20 @@ public final class SQLiteMessageStore: MessageStore {
         let blocked: Int32 = -2
         var partners = [Int32](repeating: -1, count: batch.operations.count)
         for (index, item) in batch.operations.enumerated() {
+            // Each message_id's hash as its record carries it (hashed once, when the record was made).
             let messageID: String
+            let hash: UInt32
             switch item {
-            case .insert(let insert): messageID = insert.record.messageID
+            case .insert(let insert):
+                messageID = insert.record.messageID
+                hash = insert.record.messageIDHash
             case .record(let record):
-                guard let id = record.finalMessageID else { continue }
+                guard let id = record.finalMessageID, let idHash = record.finalMessageIDHash else { continue }
                 messageID = id
+                hash = idHash
             case .progress: continue
             }
-            guard let progress = batch.progressOperationIndex(of: messageID), progress < index,
+            guard let progress = batch.progressOperationIndex(of: messageID, hash: hash), progress < index,
                   partners[progress] == -1 else { continue }
             if case .record = item {
                 partners[progress] = Int32(index)
