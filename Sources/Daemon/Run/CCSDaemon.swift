@@ -628,7 +628,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             connections[id] = connection
             connection.start()
         case .send(let id, let record):
-            if let connection = sendTarget(id) { record.withStanza { connection.send(utf8Bytes: $0) } }
+            if let connection = sendTarget(id) { _ = record.withStanza { connection.send(utf8Bytes: $0) } }
         case .ack(let id, let to, let messageID):
             // Released by `recorded(through:)`: its event is committed and written to the events sink.
             connections[id]?.send(raw: CCSStanza.ack(to: to, messageID: messageID))
