@@ -512,11 +512,8 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
         if event.text.isPlainEvent {
             // Written from its pieces; its closing `}` is its last byte, written over.
             var cursor = ByteCursor(out + event.text.write(to: out) - 1)
-            cursor.put(",\"seq\":")
-            cursor.put(decimal: event.seq)
-            cursor.put(",\"time\":\"")
-            cursor.put(time)
-            cursor.put("\"}\n")
+            cursor.put(",")
+            putSeqAndTime(event.seq, time, &cursor)
             return cursor.at - out
         }
         var line = event.line
@@ -532,13 +529,19 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             }
             cursor.put(UnsafeBufferPointer(rebasing: bytes[..<(end - 1)]))
             if !(end > 1 && bytes[end - 2] == UInt8(ascii: "{")) { cursor.put(UInt8(ascii: ",")) }
-            cursor.put("\"seq\":")
-            cursor.put(decimal: event.seq)
-            cursor.put(",\"time\":\"")
-            cursor.put(time)
-            cursor.put("\"}\n")
+            putSeqAndTime(event.seq, time, &cursor)
             return cursor.at - out
         }
+    }
+
+    /// The end of an events-file line: `"seq":SEQ,"time":"TIME"}` and a newline.
+    @inline(__always)
+    private static func putSeqAndTime(_ seq: Int64, _ time: UnsafeBufferPointer<UInt8>, _ cursor: inout ByteCursor) {
+        cursor.put("\"seq\":")
+        cursor.put(decimal: seq)
+        cursor.put(",\"time\":\"")
+        cursor.put(time)
+        cursor.put("\"}\n")
     }
 
     /// An event not journaled (a rejection while the store is down): its object with `time` only.
