@@ -53,6 +53,14 @@ public final class SQLiteMessageStore: MessageStore {
         do throws(StoreError) {
             try SQLiteMessageStore.configure(database, configuration: configuration)
             try SQLiteMessageStore.migrate(database, migrations: migrations)
+            // No dirty page is written to the WAL before its transaction commits. With SQLite 3.40.1 (Debian 12)
+            // a `ROLLBACK TO` after such a spill can leave a WAL whose recovery lacks a later commit (the
+            // files as a kill -9 leaves them; reproduced with a small cache and updates of rows dirtied before
+            // the savepoint), and `insertAll` rolls back to a savepoint whenever a run of inserts holds a taken
+            // message_id. A commit is bounded (`StoreWriter.Configuration.maxOperations`, the prune limits), so
+            // the cache grows past `cache_size` by at most one commit's pages. Set after the migrations: one
+            // of an old database may be larger than any commit.
+            try database.execute("PRAGMA cache_spill = OFF", operation: "configuring the page cache")
             statements = try Statements(database)
             lastSeq = try database.integer("""
                 SELECT max(last_seq, coalesce((SELECT last_seq FROM event_blocks ORDER BY first_seq DESC LIMIT 1), 0))
