@@ -493,9 +493,16 @@ int ccsd_wal_gather_open_for_testing(const char *path, sqlite3_file **out) {
     *out = NULL;
     int rc = ccsd_wal_gather_register();
     if (rc != SQLITE_OK) return rc;
-    sqlite3_file *file = calloc(1, (size_t)gatherVFS.szOsFile);
+    // The name is copied after the file, in the same allocation: the default VFS keeps the pointer it is
+    // given (SQLite keeps a name valid until the close) and reads it later, at the first sync (the
+    // directory it syncs once after creating a file). The caller's string may be gone by then (a Swift
+    // string's temporary C copy). Zeros after it: SQLite's names end with two NULs at least.
+    size_t pathLength = strlen(path);
+    sqlite3_file *file = calloc(1, (size_t)gatherVFS.szOsFile + pathLength + 4);
     if (file == NULL) return SQLITE_NOMEM;
-    rc = openFile(path, file, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_WAL, NULL, 0);
+    char *name = (char *)file + gatherVFS.szOsFile;
+    memcpy(name, path, pathLength);
+    rc = openFile(name, file, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_WAL, NULL, 0);
     if (rc != SQLITE_OK) {
         if (file->pMethods) file->pMethods->xClose(file);
         free(file);

@@ -35,6 +35,7 @@ static inline const char *ccsd_wal_gather_vfs_name(void) { return CCSD_WAL_GATHE
 
 /// Tests: opens `path` (created if missing) through the VFS as a WAL file that is not tied to a database
 /// connection, into `*file` (free with `ccsd_wal_gather_close_for_testing`). Its methods are called directly.
+/// `path` is copied: it need not outlive the call.
 int ccsd_wal_gather_open_for_testing(const char *path, sqlite3_file **file);
 
 /// Tests: closes (writing what is gathered) and frees a file from `ccsd_wal_gather_open_for_testing`.
