@@ -4,9 +4,9 @@ import Store
 import Testing
 @testable import Daemon
 
-/// breakit10: the record's in-place stanza and the events kept as pieces against the general writers, on
+/// The record's in-place stanza and the events kept as pieces against the general writers, on
 /// random strings full of markup, quotes, controls, non-ASCII and non-BMP characters, and long message_ids.
-@Suite struct Breakit10PiecesTests {
+@Suite struct StanzaAndEventPiecesFuzzTests {
     static let alphabet: [String] = ["a", "Z", "0", "<", ">", "&", "\"", "'", "\\", "/", "\n", "\r", "\t", "\u{01}",
                                      "\u{1F}", "\u{7F}", "é", "€", "\u{FFFE}", "\u{FFFF}", "\u{F000}", "\u{FFFD}",
                                      "😀", "𝄞", "\u{2028}", " ", "]]>", "&amp;"]
