@@ -4,7 +4,7 @@
 // ack latency below capacity), and prints one table.
 //
 //   swift build -c release && .build/release/ccsd-bench [--markdown]
-//       [--connections 1,4,100,1000] [--store memory,sqlite] [--messages 100000] [--paced-seconds 10] [--runs 3]
+//       [--connections 1,4,100,1000] [--store memory,sqlite] [--messages 200000] [--paced-seconds 10] [--runs 3]
 //
 // Each configuration runs `--runs` floods and then as many paced runs (at half the floods' median rate); a cell
 // is the median of its runs (peak RSS the highest), so that one table is not one draw of a machine whose
@@ -25,7 +25,7 @@ import Synchronization
 import TLS
 
 struct BenchOptions {
-    var messages = 100_000
+    var messages = 200_000
     var connections = [1, 4, 100, 1000]
     var stores = ["memory", "sqlite"]
     var ackLatencyMilliseconds = 0
