@@ -11,18 +11,7 @@ import Testing
                                      "\u{1F}", "\u{7F}", "é", "€", "\u{FFFE}", "\u{FFFF}", "\u{F000}", "\u{FFFD}",
                                      "😀", "𝄞", "\u{2028}", " ", "]]>", "&amp;"]
 
-    struct Rng: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
-    static func randomText(_ rng: inout Rng, maxCount: Int, plainBias: Int) -> String {
+    static func randomText(_ rng: inout SplitMix64, maxCount: Int, plainBias: Int) -> String {
         let count = Int.random(in: 0...maxCount, using: &rng)
         var text = ""
         for _ in 0..<count {
@@ -36,7 +25,7 @@ import Testing
     }
 
     @Test func recordStanzaMatchesTheAppendedStanza() throws {
-        var rng = Rng(state: 10)
+        var rng = SplitMix64(seed: 10)
         for round in 0..<20_000 {
             let idMax = round % 10 == 0 ? 3000 : 40
             let id = Self.randomText(&rng, maxCount: idMax, plainBias: Int.random(in: 0...100, using: &rng))
@@ -63,7 +52,7 @@ import Testing
     }
 
     @Test func eventPiecesMatchTheGeneralWriter() throws {
-        var rng = Rng(state: 11)
+        var rng = SplitMix64(seed: 11)
         for round in 0..<20_000 {
             let id = Self.randomText(&rng, maxCount: round % 10 == 0 ? 2000 : 30, plainBias: Int.random(in: 50...100, using: &rng))
             let to = Self.randomText(&rng, maxCount: 30, plainBias: Int.random(in: 50...100, using: &rng))

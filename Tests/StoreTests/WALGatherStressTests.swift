@@ -1,3 +1,4 @@
+import CCS
 import CSQLite
 import CSQLiteWALGather
 import Foundation
@@ -44,17 +45,6 @@ import Testing
         }
     }
 
-    struct Rng: RandomNumberGenerator {
-        var state: UInt64
-        mutating func next() -> UInt64 {
-            state &+= 0x9E37_79B9_7F4A_7C15
-            var z = state
-            z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-            z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-            return z ^ (z >> 31)
-        }
-    }
-
     @Test(arguments: ["NORMAL", "FULL"], [true, false])
     func committedStateSurvivesACopyOfTheFilesAfterEveryCommit(synchronous: String, gather: Bool) throws {
         let directory = TemporaryDirectory()
@@ -66,7 +56,7 @@ import Testing
         let second = try Connection(path, gather: gather)
         second.exec("PRAGMA synchronous=\(synchronous); PRAGMA cache_size=5")
         let reader = try Connection(path, gather: gather)
-        var rng = Rng(state: synchronous == "FULL" ? 1 : 2)
+        var rng = SplitMix64(seed: synchronous == "FULL" ? 1 : 2)
         // Savepoints rolled back after a cache spill are off unless WAL_STRESS_SAVEPOINT=1: with them, the system
         // SQLite (3.40.1) loses committed rows from the copied files through its own default VFS as well
         // (docs/decisions.md: the store turns cache spilling off), so they say nothing about the gathering VFS.
