@@ -175,13 +175,9 @@ public struct StoreBatch: Sendable, Equatable {
     /// Whether the batch holds a progress operation.
     var hasProgress: Bool { !progressHashes.isEmpty }
 
-    /// Where the pending progress of `messageID` sits in `operations` (there is at most one per message).
-    func progressOperationIndex(of messageID: String) -> Int? {
-        progressOperationIndex(of: messageID, hash: SlotIndex.hash(messageID))
-    }
-
-    /// `progressOperationIndex(of:)` with the message_id's `SlotIndex.hash` already known (a record's
-    /// `messageIDHash`, a final record's `finalMessageIDHash`): no hashing.
+    /// Where the pending progress of `messageID` sits in `operations` (there is at most one per message);
+    /// `hash` is its `SlotIndex.hash` as already known (a record's `messageIDHash`, a final record's
+    /// `finalMessageIDHash`), so nothing is hashed again.
     func progressOperationIndex(of messageID: String, hash: UInt32) -> Int? {
         progressIndex.find(hash: hash, isKey: { operations[Int($0)].progressMessageID == messageID }).map { Int($0) }
     }
