@@ -79,9 +79,16 @@ import Testing
     /// The key: its range, its default from the connections and the window, and the reload plan.
     @Test func theKeyHasARangeAndADefaultFromTheWindows() throws {
         var c = Configuration()
+        c.store = .memory
         #expect(c.effectiveMaxQueuedBytes == 1 << 20)
         c.connections = 1000
         #expect(c.effectiveMaxQueuedBytes == 1000 * 100 * 1024)
+        // The SQLite store (the default) doubles it: a message also waits for its two commits.
+        c.store = .sqlite
+        #expect(c.effectiveMaxQueuedBytes == 2 * 1000 * 100 * 1024)
+        c.connections = 1
+        #expect(c.effectiveMaxQueuedBytes == 2 << 20)
+        #expect(Configuration().effectiveMaxQueuedBytes == 2 << 20)
         try c.apply(fileContents: Data(#"{"max_queued_bytes":65536}"#.utf8), path: "test.json")
         #expect(c.effectiveMaxQueuedBytes == 65536)
         var refused = Configuration()

@@ -1,9 +1,10 @@
 import CCS
+import Foundation
 import Testing
 @testable import Store
 
-/// Group commit: one transaction per loop turn (or per N operations), one commit in flight, retries and
-/// fatal failures reported to the loop.
+/// Group commit: one transaction per loop turn (or per N operations) at most, the writer's queue committing
+/// what was handed over as soon as it can; retries and fatal failures reported to the loop.
 @Suite struct StoreWriterTests {
     @Test(arguments: StoreKind.allCases)
     func theOperationsOfOneTurnAreOneCommit(kind: StoreKind) throws {
@@ -31,18 +32,92 @@ import Testing
         store.close()
     }
 
-    @Test func maxOperationsCommitsEarlyAndWhatArrivesMeanwhileIsTheNextBatch() throws {
+    /// The in-memory store commits on the loop, one commit at a time: what arrives while one is in flight
+    /// is the next batch.
+    @Test func onTheLoopMaxOperationsCommitsEarlyAndWhatArrivesMeanwhileIsTheNextBatch() throws {
         let directory = TemporaryDirectory()
-        let store = ScriptedStore(try StoreKind.sqlite.make(in: directory))
+        let store = ScriptedStore(try StoreKind.memory.make(in: directory))
         let loop = TestLoop()
-        let writer = loop.makeWriter(store: store, configuration: .init(maxOperations: 1000))
-        // One turn of 2,500: the first 1,000 go at once; the loop is busy, so the commit's completion (and with
-        // it the next commit) waits for the turn's end; the other 1,500 form one batch.
+        let writer = loop.makeWriter(store: store, configuration: .init(maxOperations: 1000, commitsOnLoop: true))
+        // One turn of 2,500: the first 1,000 go at once; the commit's completion (and with it the next
+        // commit) waits for the turn's end; the other 1,500 form one batch.
         loop.turn { for n in 0..<2500 { writer.enqueue(insert("m\(n)")) } }
         #expect(loop.waitUntil { $0.persisted.count == 2500 })
         #expect(store.committedBatches.map(\.count) == [1000, 1500])
         #expect(loop.reports.persisted.map(\.messageID) == (0..<2500).map { "m\($0)" })
         #expect(loop.turn { writer.commitCount } == 2)
+        store.close()
+    }
+
+    /// The writer's queue starts the next commit as soon as one ends, with what was handed to it meanwhile,
+    /// without waiting for the loop to take the result: here the loop stays busy in one turn while the
+    /// writer commits twice. Results still reach the loop in order.
+    @Test func theWriterCommitsWhatWasHandedOverWithoutWaitingForTheLoop() throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try StoreKind.sqlite.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store, configuration: .init(maxOperations: 1000))
+        var secondCommitStartedInTheTurn = false
+        loop.turn {
+            for n in 0..<1000 { writer.enqueue(insert("m\(n)")) }  // handed over at once
+            for _ in 0..<2000 where store.committedBatches.count < 1 { usleep(5_000) }
+            for n in 1000..<2000 { writer.enqueue(insert("m\(n)")) }  // handed over while the loop is busy
+            for _ in 0..<2000 where store.committedBatches.count < 2 { usleep(5_000) }
+            secondCommitStartedInTheTurn = store.committedBatches.count == 2
+        }
+        #expect(secondCommitStartedInTheTurn)
+        #expect(loop.waitUntil { $0.persisted.count == 2000 })
+        #expect(store.committedBatches.map(\.count) == [1000, 1000])
+        #expect(loop.reports.persisted.map(\.messageID) == (0..<2000).map { "m\($0)" })
+        #expect(loop.turn { writer.commitCount } == 2)
+        store.close()
+    }
+
+    /// Hand-offs that reach the writer while it is committing are merged into its next commit, in order.
+    @Test func handOffsDuringACommitAreOneBatchInOrder() throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try StoreKind.sqlite.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store, configuration: .init(maxOperations: 1))
+        loop.turn {
+            writer.enqueue(upstream(1, "u1"))  // handed over at once: the first commit
+            for _ in 0..<2000 where store.committedBatches.isEmpty { usleep(1_000) }
+            // The writer may still be in the first commit or have finished it: either way, what is handed
+            // over from here on goes to later commits in order, never before u1.
+            for id in 2...40 { writer.enqueue(upstream(UInt64(id), "u\(id)")) }
+        }
+        #expect(loop.waitUntil { $0.committed.flatMap(\.journaled).count == 40 })
+        #expect(loop.reports.committed.flatMap(\.journaled).map(\.seq) == (1...40).map { Int64($0) })
+        #expect(store.committedBatches.first?.count == 1)
+        #expect(store.committedBatches.map(\.count).reduce(0, +) == 40)
+        store.close()
+    }
+
+    /// A failed commit halts the writer: what was handed over after the failed batch is taken back and
+    /// retried after it, in order; nothing is committed out of order or left behind.
+    @Test func aFailedCommitTakesBackWhatWasHandedOverAfterItAndRetriesItInOrder() throws {
+        let directory = TemporaryDirectory()
+        let store = ScriptedStore(try StoreKind.sqlite.make(in: directory))
+        let loop = TestLoop()
+        let writer = loop.makeWriter(store: store, configuration: .init(maxOperations: 1, retryBase: .milliseconds(1),
+                                                                        retryCap: .milliseconds(4)))
+        store.failNext(diskFull)
+        loop.turn {
+            writer.enqueue(upstream(1, "u1"))  // handed over at once; its commit fails
+            for _ in 0..<2000 where store.committedBatches.isEmpty { usleep(1_000) }
+            usleep(20_000)  // the writer has halted (or is about to): these wait in the mailbox
+            writer.enqueue(upstream(2, "u2"))
+            writer.enqueue(upstream(3, "u3"))
+        }
+        #expect(loop.waitUntil { $0.contains(.available) })
+        #expect(loop.waitUntil { $0.committed.flatMap(\.journaled).count == 3 })
+        #expect(loop.reports.committed.flatMap(\.journaled).map(\.seq) == [1, 2, 3])
+        // The failed try held u1 alone; the retry carried u1 with what came back.
+        #expect(store.committedBatches.first?.count == 1)
+        #expect(store.committedBatches.map(\.count).reduce(0, +) == 4)
+        // Taking work again after the retry: the writer is no longer halted.
+        loop.turn { writer.enqueue(upstream(4, "u4")) }
+        #expect(loop.waitUntil { $0.committed.flatMap(\.journaled).count == 4 })
         store.close()
     }
 
