@@ -574,9 +574,10 @@ extension Configuration {
     /// 1024), at least 1 MiB: with messages of a few hundred bytes (weighing about 1.2 KiB each) a small
     /// multiple of what the connections have in flight, so the windows stay full while memory stays flat;
     /// the rest waits in the producer's pipe. Twice that with the SQLite store: there a message also waits
-    /// for two commits (its insert before it is sent, its final after its ack) while it counts, and with the
-    /// in-memory default a one-connection flood ran at about 115,000 messages a second where twice the
-    /// bound gave about 145,000 (docs/performance.md, "Seventh round"); four times gave no more.
+    /// for two commits (its insert before it is sent, its final after its ack) while it counts: on one
+    /// connection, six alternated floods ran at a median of 64,610 messages a second with the in-memory
+    /// default (1 MiB) and 72,604 with twice it, for about 2.5 MiB more resident memory; four times gave no
+    /// more (docs/performance.md, "Seventh round").
     public var defaultMaxQueuedBytes: Int {
         let inMemory = max(1 << 20, connections * window * 1024)
         return store == .sqlite ? 2 * inMemory : inMemory
