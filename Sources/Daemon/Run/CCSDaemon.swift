@@ -29,7 +29,14 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
     // any call out (a connection, the writer, the outlet, a closure), and the seams report back on a later
     // turn (`XMPPConnectionDelegate`, `StoreWriter`).
     /// The running configuration (`reload(_:)` replaces it).
-    @exclusivity(unchecked) public internal(set) var configuration: Configuration
+    @exclusivity(unchecked) public internal(set) var configuration: Configuration {
+        didSet { maxQueuedBytes = configuration.effectiveMaxQueuedBytes }
+    }
+    /// `configuration.effectiveMaxQueuedBytes`, kept as the configuration changes: the intake byte bound is
+    /// checked after every batch and every progress, and reading the computed property on the stored
+    /// configuration copied the whole struct (its strings retained and released), about 300 instructions
+    /// a message.
+    @exclusivity(unchecked) private(set) var maxQueuedBytes: Int
     let scheduler: any LoopScheduler
     private let post: @Sendable (@escaping @Sendable () -> Void) -> Void
     private let connectionFactory: any XMPPConnectionFactory
@@ -95,6 +102,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
                 wallClock: @escaping @Sendable () -> Int64 = StoreWriter.wallClockMillis,
                 onExit: @escaping @Sendable (Int32) -> Void) {
         self.configuration = configuration
+        self.maxQueuedBytes = configuration.effectiveMaxQueuedBytes
         self.store = store
         self.outlet = outlet
         self.logger = logger
