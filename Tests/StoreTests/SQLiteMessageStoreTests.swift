@@ -226,6 +226,49 @@ import Testing
         #expect(try store.pragma("synchronous") == 2)
     }
 
+    /// The page cache is 512 KiB, not SQLite's 2,000 KiB: the hot pages of a flood are few, and a full cache
+    /// was about 2 MB of ccsd's resident memory.
+    @Test func thePageCacheIsSmall() throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteMessageStore(directory: directory.path + "/state")
+        defer { store.close() }
+        #expect(try store.pragma("cache_size") == -512)
+        for round in 0..<4 {
+            _ = try store.commit(batch { b in for i in 0..<500 { b.insert(insert("c\(round)-\(i)", bytes: 2_000)) } },
+                                 nowUnixMillis: 1_000)
+        }
+        #expect(try store.count("messages") == 2_000)  // about 4 MB of rows went through the cache
+        #expect(store.memoryUsed().pageCache < 1_000_000)
+    }
+
+    /// Runs of inserts of every length from 1 to 130 are stored whole, by multi-row INSERTs of a power of two
+    /// rows each; the prepared statements stay small (one per row count up to 64 took about 1 MB once every
+    /// count had been met).
+    @Test func runsOfInsertsOfEveryLengthAreStoredWithFewStatements() throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteMessageStore(directory: directory.path + "/state")
+        defer { store.close() }
+        var stored = 0
+        for length in 1...130 {
+            let ids = (0..<length).map { "run\(length)-\($0)" }
+            let result = try store.commit(batch(inserting: ids), nowUnixMillis: 1_000)
+            #expect(result.persisted.map(\.messageID) == ids)
+            #expect(result.persisted.allSatisfy { $0.outcome == .stored })
+            #expect(result.journaled.count == length)
+            stored += length
+        }
+        #expect(try store.count("messages") == Int64(stored))
+        let live = try store.load(nowUnixMillis: 2_000).live
+        #expect(live.count == stored)
+        #expect(Set(live.map(\.messageID)).count == stored)
+        #expect(store.memoryUsed().statements < 400_000)
+        #expect(SQLiteMessageStore.rowsPerInsertForTesting(remaining: 63) == 32)
+        #expect(SQLiteMessageStore.rowsPerInsertForTesting(remaining: 64) == 64)
+        #expect(SQLiteMessageStore.rowsPerInsertForTesting(remaining: 200) == 64)
+        #expect(SQLiteMessageStore.rowsPerInsertForTesting(remaining: 2) == 2)
+        #expect(SQLiteMessageStore.rowsPerInsertForTesting(remaining: 3) == 2)
+    }
+
     /// A commit whose dirty pages outgrow the page cache, with a message_id already stored in its last run
     /// of inserts (so that run is rolled back to its savepoint and inserted one by one), is whole in the files
     /// as a kill -9 leaves them: the database and its WAL copied while the store is open, without the shared
@@ -241,7 +284,7 @@ import Testing
         #expect(try store.pragma("cache_spill") == 0)
         _ = try store.commit(batch(inserting: ["taken"]), nowUnixMillis: 1_000)
         for round in 0..<3 {
-            // About 6 MB of rows (the default cache holds 2 MiB), the taken id in the last run of 64.
+            // About 6 MB of rows (the cache holds 512 KiB), the taken id in the last run of 64.
             let ids = (0..<1_500).map { "r\(round)-\($0)" } + ["taken"]
             _ = try store.commit(batch { b in for id in ids { b.insert(insert(id, bytes: 4_000)) } }, nowUnixMillis: 2_000)
             let copy = directory.path + "/copy-\(round)"

@@ -110,6 +110,28 @@ public final class SQLiteMessageStore: MessageStore {
         // need (the state directory is made 0700; targets stay in retained final events anyway). Off: about 1,000
         // instructions per message fewer in the writer, and a WAL frame fewer per commit.
         try database.execute("PRAGMA secure_delete = OFF", operation: operation)
+        // A page cache of 512 KiB instead of SQLite's 2,000 KiB: what a flood touches again and again is the
+        // right edge of each table and index and the rows of messages still live, a few dozen pages; the rest
+        // is read from the kernel's page cache when needed (pruning, restore). With 2,000 KiB the cache was
+        // about 2 MB of ccsd's resident memory once full; 200,000-message floods ran as fast with 512 KiB
+        // (docs/performance.md, "Eighth round").
+        try database.execute("PRAGMA cache_size = -\(pageCacheKiB)", operation: operation)
+    }
+
+    /// `Statements.rowsPerInsert` (tests).
+    static func rowsPerInsertForTesting(remaining: Int) -> Int { Statements.rowsPerInsert(remaining: remaining) }
+
+    /// The page cache's size in KiB (`PRAGMA cache_size` = minus this).
+    static let pageCacheKiB = 512
+
+    /// Bytes SQLite holds for the connection's prepared statements and its page cache
+    /// (`SQLITE_DBSTATUS_STMT_USED`, `SQLITE_DBSTATUS_CACHE_USED`): tests of the store's memory.
+    func memoryUsed() -> (statements: Int, pageCache: Int) {
+        guard let db = database?.handle else { return (0, 0) }
+        var statements: Int32 = 0, cache: Int32 = 0, highwater: Int32 = 0
+        sqlite3_db_status(db, SQLITE_DBSTATUS_STMT_USED, &statements, &highwater, 0)
+        sqlite3_db_status(db, SQLITE_DBSTATUS_CACHE_USED, &cache, &highwater, 0)
+        return (Int(statements), Int(cache))
     }
 
     private static func migrate(_ database: SQLiteDatabase, migrations: [String]) throws(StoreError) {
@@ -206,7 +228,7 @@ public final class SQLiteMessageStore: MessageStore {
                     while end < operations.count, case .insert = operations[end] { end += 1 }
                     var start = index
                     while end - start >= 2 {
-                        let chunk = start..<min(end, start + Statements.messagesPerInsert)
+                        let chunk = start..<start + Statements.rowsPerInsert(remaining: end - start)
                         guard try insertAll(operations, chunk, seq: &seq, now: now, statements: s, result: &result) else { break }
                         start = chunk.upperBound
                     }
@@ -632,15 +654,29 @@ public final class SQLiteMessageStore: MessageStore {
         let upsertHandedOver, updateLastSeq, probe: SQLiteStatement
         let pruneFinal, pruneHandedOver, oldestBlock, minCursor, blocksBefore, deleteBlock, selectBlockLines, cutBlock: SQLiteStatement
         let insertBlock, savepoint, releaseSavepoint, rollbackToSavepoint: SQLiteStatement
-        /// Rows per multi-row messages INSERT: 10 parameters each, below SQLite's variable limit (999 before
+        /// Most rows per multi-row messages INSERT: 10 parameters each, below SQLite's variable limit (999 before
         /// 3.32, 32,766 since).
         static let messagesPerInsert = 64
         static let messageColumns: Int32 = 10
-        /// `INSERT OR IGNORE INTO messages … VALUES (…), (…)` for n rows at index n - 1, prepared when first needed.
-        private var messageInserts: [SQLiteStatement?] = Array(repeating: nil, count: messagesPerInsert)
+        /// `INSERT OR IGNORE INTO messages … VALUES (…), (…)` for 2^k rows at index k, prepared when first needed.
+        private var messageInserts: [SQLiteStatement?] = Array(repeating: nil, count: messagesPerInsert.trailingZeroBitCount + 1)
 
+        /// The rows of the next multi-row INSERT for a run of `remaining` (≥ 1) inserts: the largest power of two
+        /// up to `remaining` and `messagesPerInsert`. Only 7 statement sizes are ever prepared: one per row count
+        /// took about 1 MB of SQLite's memory once a flood had met every count (`SQLITE_DBSTATUS_STMT_USED`:
+        /// 1,023,202 bytes, about 490 per row of statement), for at most a statement more per set bit of the
+        /// run's length.
+        static func rowsPerInsert(remaining: Int) -> Int {
+            let rows = min(remaining, messagesPerInsert)
+            return 1 << (Int.bitWidth - 1 - rows.leadingZeroBitCount)
+        }
+
+        /// The multi-row INSERT of `rows` rows, a power of two up to `messagesPerInsert` (`rowsPerInsert`).
         func insertMessages(rows: Int) throws(StoreError) -> SQLiteStatement {
-            if let statement = messageInserts[rows - 1] { return statement }
+            precondition(rows > 0 && rows <= Statements.messagesPerInsert && rows & (rows - 1) == 0,
+                         "a multi-row INSERT of \(rows) rows")
+            let slot = rows.trailingZeroBitCount
+            if let statement = messageInserts[slot] { return statement }
             let values = (0..<rows).map { row in
                 "(" + (1...10).map { "?\(row * 10 + $0)" }.joined(separator: ", ") + ")"
             }.joined(separator: ", ")
@@ -648,7 +684,7 @@ public final class SQLiteMessageStore: MessageStore {
                 INSERT OR IGNORE INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms,
                                                 time_to_live, attempts, sends, last_error) VALUES \(values)
                 """, operation: "preparing statements")
-            messageInserts[rows - 1] = statement
+            messageInserts[slot] = statement
             return statement
         }
         let selectLive, selectHandedOver, selectEvents, upsertCursor, selectCursor: SQLiteStatement
