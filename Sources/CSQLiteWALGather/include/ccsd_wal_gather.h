@@ -30,8 +30,10 @@ int ccsd_wal_gather_register(void);
 static inline const char *ccsd_wal_gather_vfs_name(void) { return CCSD_WAL_GATHER_VFS_NAME; }
 
 /// Most bytes gathered before they are written anyway (a transaction larger than this, such as a cache
-/// spill, is written in pieces of about this size; each piece ends on a write SQLite made).
-#define CCSD_WAL_GATHER_LIMIT (1024 * 1024)
+/// spill, is written in pieces of about this size; each piece ends on a write SQLite made). The buffer grows
+/// to what the largest transaction gathered and stays: 1 MiB was as much of ccsd's resident memory after a
+/// flood's large commits, for no fewer writes, since gathered bytes go out in pieces of 124 KiB anyway.
+#define CCSD_WAL_GATHER_LIMIT (256 * 1024)
 
 /// Tests: opens `path` (created if missing) through the VFS as a WAL file that is not tied to a database
 /// connection, into `*file` (free with `ccsd_wal_gather_close_for_testing`). Its methods are called directly.
