@@ -692,6 +692,28 @@ private let secondary = Endpoint(host: "fcm-xmpp.googleapis.com", port: 5236)
         #expect(dispatcher.outstanding == 0)
         #expect(dispatcher.timerCount <= 4097)
     }
+
+    /// With many messages live (2,000: 100 in flight, the rest queued), the heap holds at most twice what
+    /// can be live (an expiry per live message, an ack timeout per message in flight) while messages keep
+    /// coming and going: the heap's array stays at its largest size, so this bounds its memory.
+    @Test func timersStayWithinTwiceTheLiveOnesWhileMessagesComeAndGo() {
+        var dispatcher = Dispatcher(configuration: DispatcherConfiguration(endpoints: [primary], seed: 1))
+        _ = dispatcher.start(now: 0)
+        _ = dispatcher.connectionReady(1, now: 0)
+        for i in 0..<2_000 {
+            _ = dispatcher.acceptAnswered(DispatcherTests.Harness.record("m-\(i)", at: 0), now: 0)
+        }
+        var most = dispatcher.timerCount
+        for i in 0..<20_000 {
+            _ = dispatcher.acceptAnswered(DispatcherTests.Harness.record("m-\(2_000 + i)", at: 0), now: 0)
+            _ = dispatcher.answering(dispatcher.received(.ack(.init(messageID: "m-\(i)")), on: 1, now: 0), now: 0)
+            most = max(most, dispatcher.timerCount)
+        }
+        #expect(dispatcher.outstanding == 2_000)
+        #expect(most > 4_096)  // past the floor, so the ratio is what bounds it
+        // Checked after each batch's commit: one more message live then, and a send or two scheduled since.
+        #expect(most <= 2 * (2_001 + 100) + 2)
+    }
 }
 
 @Suite struct DispatcherGracefulStopTests {

@@ -395,9 +395,12 @@ public struct Dispatcher: Sendable {
     // MARK: Memory bounds
 
     /// Timers of messages that ended early (most end long before their time_to_live) stay in the heap
-    /// until due; drop them once they outnumber the live ones, so memory follows the outstanding count.
+    /// until due; drop them once the heap holds twice as many as can be live (each live message's expiry,
+    /// and each in-flight message's ack timeout), so memory follows the outstanding count. Each compaction
+    /// is paid for by at least as many timers scheduled since the one before. At four times the live
+    /// count, a SQLite flood on one connection grew the heap's array to 768 KiB (48 bytes a timer).
     mutating func compactTimersIfNeeded() {
-        guard timers.count > 4096, timers.count > 4 * table.count else { return }
+        guard timers.count > 4096, timers.count > 2 * (table.count + inFlightCount) else { return }
         let (table, sessions, orphansInFlight) = (table, sessions, orphansInFlight)  // read while `timers` changes
         timers.compact { timer in
             switch timer {
