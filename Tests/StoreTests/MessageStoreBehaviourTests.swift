@@ -51,8 +51,8 @@ import Testing
         #expect(try store.events(after: 2, limit: 1).map(\.line) == [acceptedLine("b")])
     }
 
-    /// Event texts kept as pieces (`EventText.accepted`, `EventText.acked`) are journaled, stored as a final
-    /// outcome and read back as the same text as their strings, on both stores.
+    /// Event texts kept as pieces (`EventText.accepted`, `EventText.acked`) are journaled as pieces, stored as a
+    /// final outcome and read back as the same text as their strings, on both stores.
     @Test(arguments: StoreKind.allCases)
     func eventTextsKeptAsPiecesReadBackAsTheirText(kind: StoreKind) throws {
         let directory = TemporaryDirectory()
@@ -67,6 +67,8 @@ import Testing
         }, nowUnixMillis: 2_000)
         #expect(first.journaled.map(\.line) == [acceptedLine("p"), ackedLine])
         #expect(first.journaled.map(\.text) == [EventText(acceptedLine("p")), EventText(ackedLine)])
+        // Journaled as they came: no `String` made for them on the way (the events file writes them from their pieces).
+        #expect(first.journaled.map(\.text.isPlainEvent) == [true, true])
         #expect(try store.events(after: 0, limit: 10).map(\.line) == [acceptedLine("p"), ackedLine])
         #expect(try store.storedMessage("p")?.finalEvent == ackedLine)
         let again = try store.commit(batch { b in b.insert(StoreBatch.Insert(record: message("p"), line: 2, acceptedText: accepted)) },

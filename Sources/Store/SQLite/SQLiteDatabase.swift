@@ -182,20 +182,19 @@ final class SQLiteStatement {
         while try step(operation: operation) {}
     }
 
-    /// Binds `first` and `second` as UTF-8 text at parameters `firstIndex` and `secondIndex` straight from
-    /// the strings' storage (`SQLITE_STATIC`: no copy by SQLite, no allocation), steps to the end and resets
-    /// the statement (clearing its bindings) while both stay in place. The other parameters are bound before.
-    func run(binding firstIndex: Int32, _ first: String, _ secondIndex: Int32, _ second: String,
+    /// Binds `first` (UTF-8 bytes, valid for the call) and `second` as text at parameters `firstIndex` and
+    /// `secondIndex` without SQLite's copy (`SQLITE_STATIC`; `second` from the string's own storage, no
+    /// allocation), steps to the end and resets the statement (clearing its bindings) while both stay in
+    /// place. The other parameters are bound before.
+    func run(binding firstIndex: Int32, utf8 first: UnsafeBufferPointer<UInt8>, _ secondIndex: Int32, _ second: String,
              operation: String) throws(StoreError) {
-        var first = first, second = second
-        let failure: StoreError? = first.withUTF8 { firstBytes in
-            second.withUTF8 { secondBytes in
-                defer { reset() }
-                bindStatic(firstIndex, firstBytes)
-                bindStatic(secondIndex, secondBytes)
-                do throws(StoreError) { try stepToEnd(operation: operation) } catch { return error }
-                return nil
-            }
+        var second = second
+        let failure: StoreError? = second.withUTF8 { secondBytes in
+            defer { reset() }
+            bindStatic(firstIndex, first)
+            bindStatic(secondIndex, secondBytes)
+            do throws(StoreError) { try stepToEnd(operation: operation) } catch { return error }
+            return nil
         }
         if let failure { throw failure }
     }

@@ -286,7 +286,7 @@ public final class SQLiteMessageStore: MessageStore {
         // The common case costs one statement: the insert is ignored when the message_id is taken.
         if try insertRow(insert, acceptSeq: seq + 1, statements: s) {
             seq += 1
-            try journal(seq: seq, time: now, line: insert.acceptedLine, statements: s, result: &result)
+            journal(seq: seq, time: now, text: insert.acceptedText, result: &result)
             return .stored
         }
         s.selectMessage.bind(1, insert.record.messageID)
@@ -305,7 +305,7 @@ public final class SQLiteMessageStore: MessageStore {
         try s.deleteMessage.run(operation: operation)
         _ = try insertRow(insert, acceptSeq: seq + 1, statements: s)
         seq += 1
-        try journal(seq: seq, time: now, line: insert.acceptedLine, statements: s, result: &result)
+        journal(seq: seq, time: now, text: insert.acceptedText, result: &result)
         return .stored
     }
 
@@ -345,7 +345,7 @@ public final class SQLiteMessageStore: MessageStore {
         for position in chunk {
             guard case .insert(let insert) = operations[position] else { continue }
             seq += 1
-            try journal(seq: seq, time: now, line: insert.acceptedLine, statements: s, result: &result)
+            journal(seq: seq, time: now, text: insert.acceptedText, result: &result)
             result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line, outcome: .stored))
         }
         return true
@@ -421,7 +421,6 @@ public final class SQLiteMessageStore: MessageStore {
     private func record(_ record: StoreBatch.Record, progress: MessageRecord?, seq: inout Int64, now: Int64,
                         statements s: Statements, result: inout StoreCommitResult) throws(StoreError) {
         let operation = "committing a batch"
-        let line = record.line  // made once: the event's text may be kept as pieces (`EventText`)
         result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
         if let messageID = record.finalMessageID {
             // The common case costs one statement: the update marks a live message final. Only when it changed
@@ -433,8 +432,15 @@ public final class SQLiteMessageStore: MessageStore {
                 update.bind(5, progress.sends)
                 update.bind(6, progress.lastError)
             }
-            // The event and the message_id are bound without SQLite's copy of each (an allocation, a copy, a free).
-            try update.run(binding: 1, line, 3, messageID, operation: operation)
+            // The event and the message_id are bound without SQLite's copy of each (an allocation, a copy, a free),
+            // the event from its pieces when it is kept so (`EventText.withUTF8`).
+            let failure: StoreError? = record.text.withUTF8 { text in
+                do throws(StoreError) { try update.run(binding: 1, utf8: text, 3, messageID, operation: operation) } catch {
+                    return error
+                }
+                return nil
+            }
+            if let failure { throw failure }
             if s.database.changes == 0 {
                 s.selectMessage.bind(1, messageID)
                 let alreadyFinal = try s.selectMessage.step(operation: operation) && !s.selectMessage.isNull(0)
@@ -451,14 +457,14 @@ public final class SQLiteMessageStore: MessageStore {
             try s.upsertHandedOver.run(operation: operation)
         }
         seq += 1
-        try journal(seq: seq, time: now, line: line, statements: s, result: &result)
+        journal(seq: seq, time: now, text: record.text, result: &result)
     }
 
     /// Gives an event its seq; the blocks are written by `writeJournal` before the commit's pruning, in the same
     /// transaction (nothing in between reads the events table).
-    private func journal(seq: Int64, time: Int64, line: String, statements s: Statements,
-                         result: inout StoreCommitResult) throws(StoreError) {
-        result.journaled.append(JournaledEvent(seq: seq, timeUnixMillis: time, line: line))
+    /// The text stays as it came (`EventText`: the two plain events as pieces, no `String` made).
+    private func journal(seq: Int64, time: Int64, text: EventText, result: inout StoreCommitResult) {
+        result.journaled.append(JournaledEvent(seq: seq, timeUnixMillis: time, text: text))
     }
 
     /// Events per row of `event_blocks` at most: bounds what cutting a block's head (pruning part of a block)
@@ -488,10 +494,10 @@ public final class SQLiteMessageStore: MessageStore {
                           event.timeUnixMillis == events[start].timeUnixMillis else { break }
                     text.append(0x0A)
                 }
-                var line = event.line
-                let endsBlock = line.withUTF8 { bytes in
+                // Written from the event's pieces for the two plain events (which hold no line feed).
+                let endsBlock = event.text.withUTF8 { bytes in
                     text.append(contentsOf: bytes)
-                    return bytes.baseAddress.map { memchr($0, 0x0A, bytes.count) != nil } ?? false
+                    return !event.text.isPlainEvent && bytes.baseAddress.map { memchr($0, 0x0A, bytes.count) != nil } ?? false
                 }
                 end += 1
                 if endsBlock { break }
