@@ -26,18 +26,24 @@ public struct StoreConfiguration: Sendable, Equatable {
     /// How long SQLite waits for a lock held by another connection (an inspecting `sqlite3` shell) before
     /// a call fails with SQLITE_BUSY. Milliseconds; default 5,000.
     public var busyTimeoutMillis: Int32
+    /// SQLite's page cache for the store's connection (`PRAGMA cache_size`), KiB; default 2,000 (SQLite's
+    /// own). What a flood touches again and again is the right edge of each table and index and the rows of
+    /// the live messages, so the daemon sizes it by its intake byte bound (`Configuration.storePageCacheKiB`).
+    public var pageCacheKiB: Int
 
     public init(synchronous: Synchronous = .full,
                 finalRetentionMillis: Int64 = 86_400_000,
                 eventsRetentionMillis: Int64 = 7 * 86_400_000,
                 dedupeWindowMillis: Int64 = 600_000,
                 pruneLimitPerCommit: Int = 1000,
-                busyTimeoutMillis: Int32 = 5000) {
+                busyTimeoutMillis: Int32 = 5000,
+                pageCacheKiB: Int = 2000) {
         self.synchronous = synchronous
         self.finalRetentionMillis = finalRetentionMillis
         self.eventsRetentionMillis = eventsRetentionMillis
         self.dedupeWindowMillis = dedupeWindowMillis
         self.pruneLimitPerCommit = pruneLimitPerCommit
         self.busyTimeoutMillis = busyTimeoutMillis
+        self.pageCacheKiB = pageCacheKiB
     }
 }

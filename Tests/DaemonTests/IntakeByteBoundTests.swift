@@ -1,6 +1,7 @@
 import CCS
 import Daemon
 import Foundation
+@testable import Store
 import Testing
 
 /// `max_queued_bytes` (docs/limits.md): intake pauses while the outstanding messages weigh that many bytes
@@ -95,5 +96,26 @@ import Testing
         #expect(throws: ConfigurationError(field: "max_queued_bytes", rule: "must be an integer from 65536 to 1073741824, got 1000")) {
             try refused.apply(fileContents: Data(#"{"max_queued_bytes":1000}"#.utf8), path: "test.json")
         }
+    }
+
+    /// SQLite's page cache follows the bound: a quarter of it, from 512 KiB (one connection) up to SQLite's
+    /// own 2,000 KiB (many connections, whose acks update rows spread over many pages), and reaches the store.
+    @Test func theStorePageCacheIsAQuarterOfTheBoundWithinLimits() throws {
+        var c = Configuration()
+        #expect(c.storePageCacheKiB == 512)  // 1 connection, SQLite: a 2 MiB bound
+        #expect(c.storeConfiguration.pageCacheKiB == 512)
+        c.maxQueuedBytes = 4 << 20
+        #expect(c.storePageCacheKiB == 1024)
+        c.maxQueuedBytes = nil
+        c.connections = 1000
+        #expect(c.storePageCacheKiB == 2000)
+        c.connections = 4
+        #expect(c.storePageCacheKiB == 512)
+        let directory = NSTemporaryDirectory() + "ccsd-page-cache-\(getpid())-\(UInt64.random(in: 0...UInt64.max))"
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        c.stateDirectory = directory
+        let store = try #require(try c.openStore() as? SQLiteMessageStore)
+        defer { store.close() }
+        #expect(try store.pragma("cache_size") == -512)
     }
 }

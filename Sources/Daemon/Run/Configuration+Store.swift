@@ -2,13 +2,26 @@ import Store
 
 extension Configuration {
     /// The store's settings from the configuration (`store_synchronous`, `final_retention_seconds`,
-    /// `events_retention_seconds`; the upstream dedupe window is `upstream_dedupe_seconds`).
+    /// `events_retention_seconds`; the upstream dedupe window is `upstream_dedupe_seconds`; the page cache
+    /// `storePageCacheKiB`).
     public var storeConfiguration: StoreConfiguration {
         StoreConfiguration(
             synchronous: storeSynchronous == .full ? .full : .normal,
             finalRetentionMillis: Int64(finalRetentionSeconds * 1000),
             eventsRetentionMillis: Int64(eventsRetentionSeconds * 1000),
-            dedupeWindowMillis: Int64(upstreamDedupeSeconds * 1000))
+            dedupeWindowMillis: Int64(upstreamDedupeSeconds * 1000),
+            pageCacheKiB: storePageCacheKiB)
+    }
+
+    /// SQLite's page cache in KiB: a quarter of the intake byte bound (`effectiveMaxQueuedBytes`), between
+    /// 512 and 2,000 (SQLite's default). A live message weighs about 1.2 KiB against the bound and its rows
+    /// take about 300 bytes, so the live set's rows fit. On one connection (a 2 MiB bound) that is 512 KiB:
+    /// floods ran as fast as with 2,000, and a full cache of 2,000 KiB was about 1.5 MiB more resident memory.
+    /// On 1,000 connections, whose 100,000 messages in flight spread their acks' updates over many pages,
+    /// 512 KiB cost about a fifth of the throughput (docs/performance.md, "Eighth round"). Set when the store
+    /// opens; a reload that changes the bound leaves it.
+    public var storePageCacheKiB: Int {
+        min(2000, max(512, effectiveMaxQueuedBytes / 4 / 1024))
     }
 
     /// Opens the store `store` selects: SQLite in the state directory (created if missing, locked for this

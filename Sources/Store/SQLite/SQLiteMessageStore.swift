@@ -110,19 +110,12 @@ public final class SQLiteMessageStore: MessageStore {
         // need (the state directory is made 0700; targets stay in retained final events anyway). Off: about 1,000
         // instructions per message fewer in the writer, and a WAL frame fewer per commit.
         try database.execute("PRAGMA secure_delete = OFF", operation: operation)
-        // A page cache of 512 KiB instead of SQLite's 2,000 KiB: what a flood touches again and again is the
-        // right edge of each table and index and the rows of messages still live, a few dozen pages; the rest
-        // is read from the kernel's page cache when needed (pruning, restore). With 2,000 KiB the cache was
-        // about 2 MB of ccsd's resident memory once full; 200,000-message floods ran as fast with 512 KiB
-        // (docs/performance.md, "Eighth round").
-        try database.execute("PRAGMA cache_size = -\(pageCacheKiB)", operation: operation)
+        // The page cache's size (`StoreConfiguration.pageCacheKiB`; SQLite's own default is 2,000 KiB).
+        try database.execute("PRAGMA cache_size = -\(configuration.pageCacheKiB)", operation: operation)
     }
 
     /// `Statements.rowsPerInsert` (tests).
     static func rowsPerInsertForTesting(remaining: Int) -> Int { Statements.rowsPerInsert(remaining: remaining) }
-
-    /// The page cache's size in KiB (`PRAGMA cache_size` = minus this).
-    static let pageCacheKiB = 512
 
     /// Bytes SQLite holds for the connection's prepared statements and its page cache
     /// (`SQLITE_DBSTATUS_STMT_USED`, `SQLITE_DBSTATUS_CACHE_USED`): tests of the store's memory.
