@@ -27,8 +27,17 @@ public protocol MessageStore: AnyObject {
     /// The message `messageID` as stored (live or final within the final retention), or nil when the store
     /// does not have it (never accepted, or pruned).
     func storedMessage(_ messageID: String) throws(StoreError) -> StoredMessage?
+    /// Resizes the store's page cache to `kib` KiB (SQLite's `PRAGMA cache_size`; `StoreConfiguration
+    /// .pageCacheKiB` at open). A store without one ignores it (the default implementation).
+    /// - Throws: `StoreError` naming the database path and SQLite's message.
+    func setPageCache(kib: Int) throws(StoreError)
     /// Releases the database and the directory lock. Further calls throw.
     func close()
+}
+
+extension MessageStore {
+    /// No page cache: nothing to resize.
+    public func setPageCache(kib: Int) throws(StoreError) {}
 }
 
 /// An upstream message or receipt whose event was written, remembered for the dedupe window.

@@ -29,6 +29,10 @@ import XMPP
         }
         var commits: Int { state.withLock { $0.commits } }
         func release() { holding = false; released.signal() }
+        private let resizes = Locked<[Int]>([])
+        /// The page cache sizes asked for (`setPageCache(kib:)`), in order.
+        var pageCacheResizes: [Int] { resizes.withLock { $0 } }
+        func setPageCache(kib: Int) throws(StoreError) { resizes.withLock { $0.append(kib) } }
 
         func load(nowUnixMillis: Int64) throws(StoreError) -> StoreSnapshot { try inner.load(nowUnixMillis: nowUnixMillis) }
         func commit(_ batch: StoreBatch, nowUnixMillis: Int64) throws(StoreError) -> StoreCommitResult {

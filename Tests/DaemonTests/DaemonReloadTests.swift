@@ -19,6 +19,31 @@ import XMPP
         }
     }
 
+    /// A reload that changes the intake byte bound resizes SQLite's page cache with it (a quarter of the
+    /// bound, 512 to 2,000 KiB), on the writer's queue; one that leaves the bound alone, or a memory store,
+    /// does not.
+    @Test func aReloadThatChangesTheByteBoundResizesThePageCache() {
+        let h = Harness()
+        h.startReady()
+        #expect(h.daemon.reload(h.daemon.configuration) == .applied(changes: []))
+        var larger = h.daemon.configuration
+        larger.maxQueuedBytes = 4 << 20
+        _ = h.daemon.reload(larger)
+        #expect(h.settle { h.store.pageCacheResizes == [1024] })
+        var many = h.daemon.configuration
+        many.maxQueuedBytes = 64 << 20
+        _ = h.daemon.reload(many)
+        #expect(h.settle { h.store.pageCacheResizes == [1024, 2000] })
+
+        let memory = Harness(store: .memory)
+        memory.startReady()
+        var memoryLarger = memory.daemon.configuration
+        memoryLarger.maxQueuedBytes = 4 << 20
+        #expect(memory.daemon.reload(memoryLarger) == .applied(changes: ["max_queued_bytes default→4194304"]))
+        memory.spin()
+        #expect(memory.store.pageCacheResizes.isEmpty)
+    }
+
     @Test func moreThenFewerConnectionsWithoutDroppingAMessage() throws {
         let h = Harness()
         h.startReady()

@@ -245,6 +245,8 @@ import Testing
         }
         #expect(try store.count("messages") == 2_000)  // about 4 MB of rows went through the cache
         #expect(store.memoryUsed().pageCache < 1_000_000)
+        try store.setPageCache(kib: 1024)  // a reload that raised the intake byte bound
+        #expect(try store.pragma("cache_size") == -1024)
     }
 
     /// Runs of inserts of every length from 1 to 130 are stored whole, by multi-row INSERTs of a power of two

@@ -19,7 +19,7 @@ extension Configuration {
     /// floods ran as fast as with 2,000, and a full cache of 2,000 KiB was about 1.5 MiB more resident memory.
     /// On 1,000 connections, whose 100,000 messages in flight spread their acks' updates over many pages,
     /// 512 KiB cost about a fifth of the throughput (docs/performance.md, "Eighth round"). Set when the store
-    /// opens; a reload that changes the bound leaves it.
+    /// opens, and again by a reload that changes the bound (`CCSDaemon.reload`).
     public var storePageCacheKiB: Int {
         min(2000, max(512, effectiveMaxQueuedBytes / 4 / 1024))
     }

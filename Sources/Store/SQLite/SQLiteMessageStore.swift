@@ -114,6 +114,13 @@ public final class SQLiteMessageStore: MessageStore {
         try database.execute("PRAGMA cache_size = -\(configuration.pageCacheKiB)", operation: operation)
     }
 
+    /// Sets `PRAGMA cache_size` to `kib` KiB (a reload that changes the intake byte bound).
+    /// - Throws: `StoreError` naming the database path and SQLite's message, or that the store is closed.
+    public func setPageCache(kib: Int) throws(StoreError) {
+        let operation = "resizing the page cache"
+        try open(operation).0.execute("PRAGMA cache_size = -\(kib)", operation: operation)
+    }
+
     /// `Statements.rowsPerInsert` (tests).
     static func rowsPerInsertForTesting(remaining: Int) -> Int { Statements.rowsPerInsert(remaining: remaining) }
 
