@@ -81,11 +81,6 @@ public struct StoreBatch: Sendable, Equatable {
         public var line: Int?
         /// The `accepted` event as a JSON object text, without `seq` and `time`.
         public var acceptedText: EventText
-        /// `acceptedText` as a `String`.
-        public var acceptedLine: String {
-            get { acceptedText.string }
-            set { acceptedText = EventText(newValue) }
-        }
 
         public init(record: MessageRecord, line: Int?, acceptedLine: String) {
             self.init(record: record, line: line, acceptedText: EventText(acceptedLine))
