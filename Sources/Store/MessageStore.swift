@@ -245,10 +245,28 @@ extension StoreBatch.Record {
     }
 }
 
+extension StoreBatch {
+    /// What a progress operation writes: a live message's attempts, sends and last error.
+    struct ProgressFields {
+        var attempts: Int
+        var sends: Int
+        var lastError: String?
+    }
+}
+
 extension StoreBatch.Operation {
     /// The message_id of a progress operation (nil for the others).
     fileprivate var progressMessageID: String? {
         if case .progress(let record) = self { record.messageID } else { nil }
+    }
+
+    /// The fields a progress operation writes (nil for the others).
+    var progressFields: StoreBatch.ProgressFields? {
+        if case .progress(let record) = self {
+            StoreBatch.ProgressFields(attempts: record.attempts, sends: record.sends, lastError: record.lastError)
+        } else {
+            nil
+        }
     }
 }
 

@@ -142,7 +142,7 @@ public final class StoreWriter: @unchecked Sendable {
     public func enqueue(_ insert: consuming StoreBatch.Insert) {
         switch state {
         case .running:
-            pending.insert(insert)
+            pending.insert(consume insert)
             pendingChanged()
         case .unavailable:
             let reason = "the store is unavailable"
@@ -157,14 +157,14 @@ public final class StoreWriter: @unchecked Sendable {
     /// Queues an event to journal (answered in `committed(…).journaled` / `recordedThrough`).
     public func enqueue(_ record: consuming StoreBatch.Record) {
         guard accepting else { return }
-        pending.record(record)
+        pending.record(consume record)
         pendingChanged()
     }
 
     /// Queues new attempt counters of a live message (not answered; the last one per message wins).
     public func enqueueProgress(_ record: consuming MessageRecord) {
         guard accepting else { return }
-        pending.progress(record)
+        pending.progress(consume record)
         pendingChanged()
     }
 

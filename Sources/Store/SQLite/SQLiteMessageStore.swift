@@ -215,46 +215,11 @@ public final class SQLiteMessageStore: MessageStore {
         var seq = lastSeq
         do throws(StoreError) {
             var result = StoreCommitResult()
-            let partners = SQLiteMessageStore.progressCarriedByFinals(batch)
-            let operations = batch.operations
-            var index = 0
-            while index < operations.count {
-                defer { index += 1 }
-                switch operations[index] {
-                case .insert:
-                    // A run of inserts goes in by multi-row INSERTs when none of its message_ids is taken (the
-                    // common case); otherwise, or alone, one by one.
-                    var end = index + 1
-                    while end < operations.count, case .insert = operations[end] { end += 1 }
-                    var start = index
-                    while end - start >= 2 {
-                        let chunk = start..<start + Statements.rowsPerInsert(remaining: end - start)
-                        guard try insertAll(operations, chunk, seq: &seq, now: now, statements: s, result: &result) else { break }
-                        start = chunk.upperBound
-                    }
-                    index = end - 1
-                    guard start < end else { continue }
-                    for position in start..<end {
-                        guard case .insert(let insert) = operations[position] else { continue }
-                        let outcome = try self.insert(insert, seq: &seq, now: now, statements: s, result: &result)
-                        result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line,
-                                                                   outcome: outcome))
-                    }
-                case .progress(let record):
-                    if let partners, partners[index] >= 0 { continue }  // written by its final record's update
-                    s.updateProgress.bind(1, record.attempts)
-                    s.updateProgress.bind(2, record.sends)
-                    s.updateProgress.bind(3, record.lastError)
-                    s.updateProgress.bind(4, record.messageID)
-                    try s.updateProgress.run(operation: operation)
-                case .record(let record):
-                    var progress: MessageRecord?
-                    if let partners, partners[index] >= 0,
-                       case .progress(let carried) = operations[Int(partners[index])] {
-                        progress = carried
-                    }
-                    try self.record(record, progress: progress, seq: &seq, now: now, statements: s, result: &result)
-                }
+            // The operations are read through a buffer pointer: its elements are borrowed in place, where a
+            // `switch` on an array element copied the payload (a retain and a release of each of its texts).
+            try batch.operations.withUnsafeBufferPointer { (operations) throws(StoreError) in
+                let partners = SQLiteMessageStore.progressCarriedByFinals(batch, operations)
+                try apply(operations, partners: partners, seq: &seq, now: now, statements: s, result: &result)
             }
             for (consumer, cursor) in batch.eventCursors.sorted(by: { $0.key < $1.key }) {
                 s.upsertCursor.bind(1, consumer)
@@ -277,6 +242,50 @@ public final class SQLiteMessageStore: MessageStore {
         } catch {
             if database.isInTransaction { try? s.rollback.run(operation: operation) }
             throw error
+        }
+    }
+
+    /// Writes a batch's operations in order (inside `commit`'s transaction); `partners` as
+    /// `progressCarriedByFinals` gives them.
+    private func apply(_ operations: UnsafeBufferPointer<StoreBatch.Operation>, partners: [Int32]?, seq: inout Int64,
+                       now: Int64, statements s: Statements, result: inout StoreCommitResult) throws(StoreError) {
+        let operation = "committing a batch"
+        var index = 0
+        while index < operations.count {
+            defer { index += 1 }
+            switch operations[index] {
+            case .insert:
+                // A run of inserts goes in by multi-row INSERTs when none of its message_ids is taken (the
+                // common case); otherwise, or alone, one by one.
+                var end = index + 1
+                while end < operations.count, case .insert = operations[end] { end += 1 }
+                var start = index
+                while end - start >= 2 {
+                    let chunk = start..<start + Statements.rowsPerInsert(remaining: end - start)
+                    guard try insertAll(operations, chunk, seq: &seq, now: now, statements: s, result: &result) else { break }
+                    start = chunk.upperBound
+                }
+                index = end - 1
+                guard start < end else { continue }
+                for position in start..<end {
+                    guard case .insert(let insert) = operations[position] else { continue }
+                    let outcome = try self.insert(insert, seq: &seq, now: now, statements: s, result: &result)
+                    result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line,
+                                                          outcome: outcome))
+                }
+            case .progress:
+                if let partners, partners[index] >= 0 { continue }  // written by its final record's update
+                guard case .progress(let record) = operations[index] else { continue }
+                s.updateProgress.bind(1, record.attempts)
+                s.updateProgress.bind(2, record.sends)
+                s.updateProgress.bind(3, record.lastError)
+                s.updateProgress.bind(4, record.messageID)
+                try s.updateProgress.run(operation: operation)
+            case .record(let record):
+                // The carried progress is read in place (its fields), not taken out of the batch by value.
+                let carried = partners.flatMap { $0[index] >= 0 ? operations[Int($0[index])].progressFields : nil }
+                try self.record(record, progress: carried, seq: &seq, now: now, statements: s, result: &result)
+            }
         }
     }
 
@@ -315,7 +324,7 @@ public final class SQLiteMessageStore: MessageStore {
     /// false, and the caller inserts them one by one (`insert`), which tells each outcome. One statement instead
     /// of one per message: SQLite's cost per statement (opening the table's and its indexes' cursors, the
     /// constraint program, halting) was about 5,000 instructions.
-    private func insertAll(_ operations: [StoreBatch.Operation], _ chunk: Range<Int>, seq: inout Int64, now: Int64,
+    private func insertAll(_ operations: UnsafeBufferPointer<StoreBatch.Operation>, _ chunk: Range<Int>, seq: inout Int64, now: Int64,
                            statements s: Statements, result: inout StoreCommitResult) throws(StoreError) -> Bool {
         let operation = "committing a batch"
         let statement = try s.insertMessages(rows: chunk.count)
@@ -386,15 +395,15 @@ public final class SQLiteMessageStore: MessageStore {
     /// (`final_event IS NULL`), and nothing between them changes that — the carrier is the *first* final record
     /// of the message after the progress, and an insert of the same message_id in between (which may delete and
     /// re-insert a final row past its retention) rules the fold out.
-    static func progressCarriedByFinals(_ batch: StoreBatch) -> [Int32]? {
+    static func progressCarriedByFinals(_ batch: StoreBatch, _ operations: UnsafeBufferPointer<StoreBatch.Operation>) -> [Int32]? {
         guard batch.hasProgress else { return nil }
         let blocked: Int32 = -2
-        var partners = [Int32](repeating: -1, count: batch.operations.count)
-        for (index, item) in batch.operations.enumerated() {
+        var partners = [Int32](repeating: -1, count: operations.count)
+        for index in operations.indices {
             // Each message_id's hash as its record carries it (hashed once, when the record was made).
             let messageID: String
             let hash: UInt32
-            switch item {
+            switch operations[index] {
             case .insert(let insert):
                 messageID = insert.record.messageID
                 hash = insert.record.messageIDHash
@@ -406,7 +415,7 @@ public final class SQLiteMessageStore: MessageStore {
             }
             guard let progress = batch.progressOperationIndex(of: messageID, hash: hash), progress < index,
                   partners[progress] == -1 else { continue }
-            if case .record = item {
+            if case .record = operations[index] {
                 partners[progress] = Int32(index)
                 partners[index] = Int32(progress)
             } else {
@@ -418,7 +427,7 @@ public final class SQLiteMessageStore: MessageStore {
 
     /// Journals `record`, marking its message final first; `progress` (the message's pending progress, carried
     /// by this final's update) is written by the same statement.
-    private func record(_ record: StoreBatch.Record, progress: MessageRecord?, seq: inout Int64, now: Int64,
+    private func record(_ record: StoreBatch.Record, progress: StoreBatch.ProgressFields?, seq: inout Int64, now: Int64,
                         statements s: Statements, result: inout StoreCommitResult) throws(StoreError) {
         let operation = "committing a batch"
         result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
@@ -477,6 +486,12 @@ public final class SQLiteMessageStore: MessageStore {
     /// per block instead of one per event: a row costs SQLite about 2,500 instructions to insert and as many
     /// to prune.
     private func writeJournal(_ events: [JournaledEvent], statements s: Statements) throws(StoreError) {
+        try events.withUnsafeBufferPointer { (events) throws(StoreError) in try writeJournal(events, statements: s) }
+    }
+
+    /// `writeJournal` over the events in place: an event taken out of the array by value was copied (a retain
+    /// and a release of each of its pieces).
+    private func writeJournal(_ events: UnsafeBufferPointer<JournaledEvent>, statements s: Statements) throws(StoreError) {
         let operation = "committing a batch"
         // The text is built in a local array (`blockText`'s storage, swapped out for the call): appending to
         // the stored property paid a dynamic exclusivity check per access, two per event.
@@ -488,16 +503,16 @@ public final class SQLiteMessageStore: MessageStore {
             text.removeAll(keepingCapacity: true)
             var end = start
             while end < events.count {
-                let event = events[end]
                 if end > start {
-                    guard end - start < SQLiteMessageStore.eventsPerBlock, event.seq == events[end - 1].seq + 1,
-                          event.timeUnixMillis == events[start].timeUnixMillis else { break }
+                    guard end - start < SQLiteMessageStore.eventsPerBlock, events[end].seq == events[end - 1].seq + 1,
+                          events[end].timeUnixMillis == events[start].timeUnixMillis else { break }
                     text.append(0x0A)
                 }
                 // Written from the event's pieces for the two plain events (which hold no line feed).
-                let endsBlock = event.text.withUTF8 { bytes in
+                let isPlainEvent = events[end].text.isPlainEvent
+                let endsBlock = events[end].text.withUTF8 { bytes in
                     text.append(contentsOf: bytes)
-                    return !event.text.isPlainEvent && bytes.baseAddress.map { memchr($0, 0x0A, bytes.count) != nil } ?? false
+                    return !isPlainEvent && bytes.baseAddress.map { memchr($0, 0x0A, bytes.count) != nil } ?? false
                 }
                 end += 1
                 if endsBlock { break }
