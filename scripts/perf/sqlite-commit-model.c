@@ -24,6 +24,8 @@
 //   G  F with messages_live too.
 //   H  D, but a final finds its accept_seq by message_id: INSERT OR IGNORE INTO finals SELECT ... FROM
 //      messages WHERE message_id = ?.
+//   U  A, but a commit's finals go in by multi-row UPDATEs (UPDATE ... FROM (VALUES (message_id, event), ...)),
+//      64, 64, 8 and 4 rows, each in a savepoint, as the inserts do.
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,7 +47,7 @@ int main(int argc, char **argv) {
     ex("PRAGMA journal_mode=WAL; PRAGMA synchronous=FULL; PRAGMA secure_delete=OFF; PRAGMA journal_size_limit=67108864");
     const char *msgcols = "message_id TEXT PRIMARY KEY, accept_seq INTEGER NOT NULL, json TEXT NOT NULL, target TEXT NOT NULL, rate_key TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, time_to_live INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sends INTEGER NOT NULL DEFAULT 0, last_error TEXT";
     char sql[4096];
-    if (v == 'A') {
+    if (v == 'A' || v == 'U') {
         snprintf(sql, sizeof sql, "CREATE TABLE messages (%s, final_event TEXT, final_at_ms INTEGER);"
             "CREATE INDEX messages_live ON messages(accept_seq) WHERE final_event IS NULL;"
             "CREATE INDEX messages_final ON messages(final_at_ms) WHERE final_event IS NOT NULL;", msgcols);
@@ -92,13 +94,21 @@ int main(int argc, char **argv) {
     sqlite3_stmt *final;
     if (v == 'H') final = prep("INSERT OR IGNORE INTO finals (accept_seq, final_event, final_at_ms) SELECT accept_seq, ?1, ?2 FROM messages WHERE message_id = ?3 AND ?4 IS NOT NULL");
     else if (v == 'F' || v == 'G') final = prep("UPDATE messages SET final_event = ?1, final_at_ms = ?2, json = '', target = '', rate_key = '' WHERE accept_seq = ?4 AND final_event IS NULL AND ?3 IS NOT NULL");
-    else if (v == 'A') final = prep("UPDATE messages SET final_event = ?1, final_at_ms = ?2, json = '', target = '', rate_key = '' WHERE message_id = ?3 AND final_event IS NULL");
+    else if (v == 'A' || v == 'U') final = prep("UPDATE messages SET final_event = ?1, final_at_ms = ?2, json = '', target = '', rate_key = '' WHERE message_id = ?3 AND final_event IS NULL");
     else if (v == 'B') final = prep("INSERT OR IGNORE INTO finals (seq, message_id, final_event, final_at_ms) SELECT ?4, ?3, ?1, ?2 WHERE EXISTS (SELECT 1 FROM messages WHERE message_id = ?3)");
     else final = prep("INSERT OR IGNORE INTO finals (accept_seq, final_event, final_at_ms) VALUES (?4, ?1, ?2)");
+    sqlite3_stmt *updates[65] = {0};
+    if (v == 'U') for (int rows = 4; rows <= 64; rows *= 2) {
+        char up[8192]; int m = snprintf(up, sizeof up, "UPDATE messages SET final_event = v.column2, final_at_ms = ?1, json = '', target = '', rate_key = '' FROM (VALUES ");
+        for (int r = 0; r < rows; r++) m += snprintf(up + m, sizeof up - m, "%s(?%d, ?%d)", r ? ", " : "", 2 + 2 * r, 3 + 2 * r);
+        snprintf(up + m, sizeof up - m, ") AS v WHERE messages.message_id = v.column1 AND messages.final_event IS NULL");
+        updates[rows] = prep(up);
+        if (rows == 64 && getenv("PLAN")) { char q[8300]; snprintf(q, sizeof q, "EXPLAIN QUERY PLAN %s", up); sqlite3_stmt *e = prep(q); while (sqlite3_step(e) == SQLITE_ROW) printf("plan: %s\n", sqlite3_column_text(e, 3)); sqlite3_finalize(e); }
+    }
     sqlite3_stmt *block = prep("INSERT INTO event_blocks (first_seq, last_seq, time_ms, lines) VALUES (?1, ?2, ?3, ?4)");
     sqlite3_stmt *lastseq = prep("UPDATE store_state SET last_seq = ?1 WHERE id = 1");
     sqlite3_stmt *pruneFinal;
-    if (v == 'A' || v == 'F' || v == 'G') pruneFinal = prep("DELETE FROM messages WHERE message_id IN (SELECT message_id FROM messages WHERE final_event IS NOT NULL AND final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)");
+    if (v == 'A' || v == 'U' || v == 'F' || v == 'G') pruneFinal = prep("DELETE FROM messages WHERE message_id IN (SELECT message_id FROM messages WHERE final_event IS NOT NULL AND final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)");
     else if (v == 'D' || v == 'E' || v == 'H') pruneFinal = prep("SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2");
     else pruneFinal = prep("SELECT final_at_ms FROM finals WHERE ?1 IS NOT NULL AND ?2 IS NOT NULL ORDER BY rowid LIMIT 1");
     sqlite3_stmt *pruneHO = prep("DELETE FROM handed_over WHERE message_id IN (SELECT message_id FROM handed_over WHERE at_ms < ?1 ORDER BY at_ms LIMIT ?2)");
@@ -134,7 +144,25 @@ int main(int argc, char **argv) {
             }
             run(sp); run(s); run(rel);
         }
-        if (havePrev) for (int i = 0; i < PER; i++) {
+        if (havePrev && v == 'U') {
+            static char fl[PER][300];
+            for (int start = 0; start < PER;) {
+                int left = PER - start, rows = left >= 64 ? 64 : left >= 8 ? 8 : 4;
+                sqlite3_stmt *s = updates[rows];
+                sqlite3_bind_int64(s, 1, now);
+                for (int r = 0; r < rows; r++) {
+                    int i = start + r;
+                    snprintf(fl[i], 300, "{\"event\":\"acked\",\"message_id\":\"%s\",\"attempts\":1,\"latency_ms\":3}", prevID[i]);
+                    sqlite3_bind_text(s, 2 + 2 * r, prevID[i], -1, SQLITE_STATIC);
+                    sqlite3_bind_text(s, 3 + 2 * r, fl[i], -1, SQLITE_STATIC);
+                }
+                run(sp); run(s);
+                if (sqlite3_changes(db) != rows) { fprintf(stderr, "multi-row final changed %d of %d\n", sqlite3_changes(db), rows); return 1; }
+                run(rel);
+                for (int r = 0; r < rows; r++) { ++seq; lo += snprintf(lines + lo, sizeof lines - lo, "\n%s", fl[start + r]); nlines++; }
+                start += rows;
+            }
+        } else if (havePrev) for (int i = 0; i < PER; i++) {
             ++seq;
             snprintf(line, sizeof line, "{\"event\":\"acked\",\"message_id\":\"%s\",\"attempts\":1,\"latency_ms\":3}", prevID[i]);
             sqlite3_bind_text(final, 1, line, -1, SQLITE_STATIC);
