@@ -524,8 +524,7 @@ public final class CCSDaemon: XMPPConnectionDelegate, @unchecked Sendable {
             putSeqAndTime(event.seq, time, &cursor)
             return cursor.at - out
         }
-        var line = event.line
-        return line.withUTF8 { bytes -> Int in
+        return event.text.withUTF8 { bytes -> Int in
             var cursor = ByteCursor(out)
             // Trailing newlines and spaces go (not the LF of a CR LF, which is one character).
             var end = bytes.count

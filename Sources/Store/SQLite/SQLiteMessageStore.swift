@@ -111,14 +111,19 @@ public final class SQLiteMessageStore: MessageStore {
         // instructions per message fewer in the writer, and a WAL frame fewer per commit.
         try database.execute("PRAGMA secure_delete = OFF", operation: operation)
         // The page cache's size (`StoreConfiguration.pageCacheKiB`; SQLite's own default is 2,000 KiB).
-        try database.execute("PRAGMA cache_size = -\(configuration.pageCacheKiB)", operation: operation)
+        try setPageCache(database, kib: configuration.pageCacheKiB, operation: operation)
     }
 
     /// Sets `PRAGMA cache_size` to `kib` KiB (a reload that changes the intake byte bound).
     /// - Throws: `StoreError` naming the database path and SQLite's message, or that the store is closed.
     public func setPageCache(kib: Int) throws(StoreError) {
         let operation = "resizing the page cache"
-        try open(operation).0.execute("PRAGMA cache_size = -\(kib)", operation: operation)
+        try Self.setPageCache(open(operation).0, kib: kib, operation: operation)
+    }
+
+    /// `PRAGMA cache_size` in KiB (a negative size is KiB to SQLite, a positive one pages).
+    private static func setPageCache(_ database: SQLiteDatabase, kib: Int, operation: String) throws(StoreError) {
+        try database.execute("PRAGMA cache_size = -\(kib)", operation: operation)
     }
 
     /// `Statements.rowsPerInsert` (tests).
