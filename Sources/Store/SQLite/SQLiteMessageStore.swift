@@ -220,8 +220,9 @@ public final class SQLiteMessageStore: MessageStore {
         var seq = lastSeq
         do throws(StoreError) {
             var result = StoreCommitResult()
-            // The operations are read through a buffer pointer: its elements are borrowed in place, where a
-            // `switch` on an array element copied the payload (a retain and a release of each of its texts).
+            // The operations are read through a buffer pointer: a `switch` on an array element copied each
+            // payload (a retain and a release of each of its texts); through the pointer most are read in place
+            // (a final record's payload is still copied: docs/performance.md, "Ninth round").
             try batch.operations.withUnsafeBufferPointer { (operations) throws(StoreError) in
                 let partners = SQLiteMessageStore.progressCarriedByFinals(batch, operations)
                 try apply(operations, partners: partners, seq: &seq, now: now, statements: s, result: &result)
