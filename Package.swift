@@ -4,6 +4,11 @@
 // → XMPP → CCS → Store, Daemon, HTTPServer → Service (the `ccsd` command).
 import PackageDescription
 
+// The modules `ccsd` links see only what each file imports (Swift's upcoming `MemberImportVisibility`): they
+// use FoundationEssentials, not Foundation, and no Foundation member may reach them through another module's
+// import (docs/performance.md, "Ninth round").
+let explicitImports: [SwiftSetting] = [.enableUpcomingFeature("MemberImportVisibility")]
+
 let package = Package(
     name: "ccsd",
     platforms: [.macOS(.v13)],
@@ -37,30 +42,31 @@ let package = Package(
         // epoll and eventfd for the event loop's own thread (Glibc's module maps neither).
         .target(name: "CEpoll"),
         // A min-heap of timers, for the dispatcher and the epoll event loop.
-        .target(name: "TimerHeap"),
-        .target(name: "TLS", dependencies: ["COpenSSL", "CEpoll", "TimerHeap"]),
+        .target(name: "TimerHeap", swiftSettings: explicitImports),
+        .target(name: "TLS", dependencies: ["COpenSSL", "CEpoll", "TimerHeap"], swiftSettings: explicitImports),
         // Throwaway CAs and certificates for the emulator and the tests: development tooling, kept out of the
         // client's TLS module.
         .target(name: "Certificates", dependencies: ["TLS", "COpenSSL"]),
         // Byte scans (SSE2) for the escapes of the per-message path: XML text and attributes, JSON strings.
         .target(name: "CByteScan"),
-        .target(name: "XMLStream", dependencies: ["CLibXML2", "CByteScan"]),
-        .target(name: "XMPP", dependencies: ["TLS", "XMLStream"]),
+        .target(name: "XMLStream", dependencies: ["CLibXML2", "CByteScan"], swiftSettings: explicitImports),
+        .target(name: "XMPP", dependencies: ["TLS", "XMLStream"], swiftSettings: explicitImports),
         // JSON parsing through Debian's simdjson (C++, On-Demand API) behind a plain C header.
         .target(name: "CJSONFrontDoor", linkerSettings: [.linkedLibrary("simdjson")]),
-        .target(name: "CCS", dependencies: ["XMLStream", "CJSONFrontDoor", "TimerHeap"]),
+        .target(name: "CCS", dependencies: ["XMLStream", "CJSONFrontDoor", "TimerHeap"], swiftSettings: explicitImports),
         .target(name: "CCSEmulator", dependencies: ["TLS", "Certificates", "XMLStream", "CCS"]),
-        .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "Store"]),
+        .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "Store"], swiftSettings: explicitImports),
         // A VFS over SQLite's default one that writes a transaction's WAL frames in one write at its commit
         // frame instead of two writes per frame (the store's connection only).
         .target(name: "CSQLiteWALGather", linkerSettings: [.linkedLibrary("sqlite3")]),
         // The durable message store (SQLite through Debian's libsqlite3) and the in-memory one.
-        .target(name: "Store", dependencies: ["CCS", "CSQLite", "CSQLiteWALGather"]),
+        .target(name: "Store", dependencies: ["CCS", "CSQLite", "CSQLiteWALGather"], swiftSettings: explicitImports),
         // An HTTP server on the event loop (Debian's libmicrohttpd): listeners, limits, routing hooks.
-        .target(name: "HTTPServer", dependencies: ["TLS", "CMicroHTTPD"]),
+        .target(name: "HTTPServer", dependencies: ["TLS", "CMicroHTTPD"], swiftSettings: explicitImports),
         // The service: `ccsd serve` (the HTTP API, metrics, systemd integration, webhook) and the CLI that
         // talks to it (`ccsd send`, `events`, `status`, `check-config`).
-        .target(name: "Service", dependencies: ["Daemon", "HTTPServer", "CSystemd", "CCurl", "CCS", "Store", "TLS"]),
+        .target(name: "Service", dependencies: ["Daemon", "HTTPServer", "CSystemd", "CCurl", "CCS", "Store", "TLS"],
+                swiftSettings: explicitImports),
 
         // Executables.
         // Linked by the toolchain's lld with packed relative relocations (DT_RELR, glibc 2.36): the shipped
@@ -68,7 +74,7 @@ let package = Package(
         // keeps resident) at every start.
         // jemalloc's settings (`malloc_conf`) for the executables that link it.
         .target(name: "CAllocatorSettings"),
-        .executableTarget(name: "ccsd", dependencies: ["Service", "TLS", "CAllocatorSettings"],
+        .executableTarget(name: "ccsd", dependencies: ["Service", "TLS", "CAllocatorSettings"], swiftSettings: explicitImports,
                           linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"], .when(platforms: [.linux])),
                                            .linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
         .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator", "TLS", "CAllocatorSettings"],

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// One HTTP request as the server hands it to its handler: the whole body is read first (up to the body limit).
 public struct HTTPRequest: Sendable {

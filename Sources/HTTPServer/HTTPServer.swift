@@ -1,6 +1,6 @@
 import CMicroHTTPD
 import Dispatch
-import Foundation
+import FoundationEssentials
 import TLS
 
 /// An HTTP/1.1 server on an `EventLoop`, built on GNU libmicrohttpd (Debian's libmicrohttpd12, loaded with

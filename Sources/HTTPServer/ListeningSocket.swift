@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Listening sockets for the HTTP server: a Unix socket it binds itself, or TCP on `HOST:PORT`.
 enum ListeningSocket {

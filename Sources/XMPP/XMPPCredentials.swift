@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Who we log in as (ccs-protocol.md §1).
 ///
@@ -56,7 +56,7 @@ public struct XMPPCredentials: Sendable, Equatable, CustomStringConvertible {
         guard !secrets.isEmpty, !text.isEmpty else { return text }
         var result = text
         for secret in secrets where secret.utf8.count < Self.redactionWindow {
-            result = result.replacingOccurrences(of: secret, with: "<redacted>")
+            result = result.replacing(secret, with: "<redacted>")
         }
         let window = Self.redactionWindow
         var windows = Set<[UInt8]>()

@@ -148,5 +148,6 @@ import Testing
     @Test func messageIDIsPercentEncodedInThePath() {
         #expect(SendCommand.messagePath("a/b c?") == "/v1/messages/a%2Fb%20c%3F")
         #expect(SendCommand.messagePath("m-1.x_~") == "/v1/messages/m-1.x_~")
+        #expect(SendCommand.messagePath("é") == "/v1/messages/%C3%A9")  // UTF-8 bytes, each encoded
     }
 }

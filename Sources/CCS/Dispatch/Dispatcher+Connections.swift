@@ -1,3 +1,4 @@
+import TimerHeap
 /// Connection slots, draining and reconnects (ccs-protocol.md §5, `ReconnectPolicy`).
 extension Dispatcher {
     /// Connection `id` ended. What was in flight on it is resent elsewhere with the same message_id (a lost

@@ -1,3 +1,4 @@
+import TimerHeap
 /// What CCS's answers do to a message (ccs-protocol.md §3–4): nacks by class, expiry, and the stops.
 extension Dispatcher {
     mutating func nackReceived(_ nack: InboundMessage.Nack, on id: Int, now: Double, actions: inout [DispatcherAction]) {

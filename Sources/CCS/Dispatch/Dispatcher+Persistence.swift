@@ -1,3 +1,4 @@
+import TimerHeap
 /// The two-phase hand-over with the store (issue 8): the dispatcher asks with `.persist` and `.record`
 /// and is told with `persisted` and `recorded(through:)`; it never calls a store itself.
 extension Dispatcher {

@@ -1,3 +1,4 @@
+import TimerHeap
 /// A new configuration while the pool runs (a reload): the connection count and the policy settings.
 extension Dispatcher {
     /// Applies `new` from now on.

@@ -1,3 +1,4 @@
+import TimerHeap
 /// Putting messages on the wire within the windows (ccs-protocol.md §5).
 extension Dispatcher {
     /// Sends as much as the windows allow: resends first, then new and retried messages.

@@ -1,3 +1,4 @@
+import TimerHeap
 /// The connection pool and outcome policy as one pure state machine (ccs-protocol.md §3–5).
 ///
 /// Events go in with the current time in seconds on a monotonic clock; actions come out, and the driver

@@ -1,5 +1,6 @@
 import CJSONFrontDoor
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The common legacy message read in one pass over simdjson's tokens (`JSONFrontDoor.withTokens`), without a
 /// `[String: JSONValue]`, its compact JSON (`DownstreamMessage.jsonUTF8()`) written on the way.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Turns one intake line into a validated `DownstreamMessage`, so that a message CCS would reject never
 /// takes a slot in the 100-message window (ccs-protocol.md §3, §5).
@@ -89,7 +89,7 @@ public enum DownstreamIntake {
     /// The field whose value holds the byte Foundation's reason points at ("… around character 7."), found
     /// by the token scan; "" when there is no position or it is not inside a value (a key, punctuation).
     static func field(at reason: String, in bytes: [UInt8]) -> String {
-        guard let marker = reason.range(of: "around character ") else { return "" }
+        guard let marker = reason.firstRange(of: "around character ") else { return "" }
         guard let position = Int(reason[marker.upperBound...].prefix(while: \.isNumber)) else { return "" }
         var field = ""
         JSONTokenScan.scan(bytes) { token in

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// A downstream message in the legacy XMPP JSON shape of ccs-protocol.md §3 (the FCM XMPP server reference).
 ///

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Translation of FCM's HTTP v1 message shape to the legacy XMPP JSON (ccs-protocol.md §3).
 ///

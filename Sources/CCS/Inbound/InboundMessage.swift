@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import XMLStream
 
 /// One CCS message received on a connection, classified by its JSON `message_type` (ccs-protocol.md §2–3).

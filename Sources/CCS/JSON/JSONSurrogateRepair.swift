@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Rewrites unpaired UTF-16 surrogate escapes in JSON text to `\uFFFD`, so that Foundation, which refuses
 /// them, reads them as U+FFFD (the replacement character, as any UTF-16 decoder does; RFC 8259 §8.2 leaves

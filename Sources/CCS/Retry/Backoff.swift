@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Exponential backoff with jitter, as a pure function (ccs-protocol.md §4–5).
 ///

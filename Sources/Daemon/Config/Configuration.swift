@@ -1,6 +1,8 @@
 import CCS
 import XMPP
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 
 /// ccsd's settings: a JSON file in `config/`, then command-line flags on top.
 ///
@@ -308,7 +310,7 @@ extension Configuration {
             let column = before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 - before.startIndex + 1 } ?? 0) + 1
             return "line \(line), column \(column)"
         }
-        if let range = message.range(of: "around character "),
+        if let range = message.firstRange(of: "around character "),
            let offset = Int(message[range.upperBound...].prefix(while: \.isNumber)) {
             return message + " (\(lineAndColumn(offset)))"
         }
@@ -449,7 +451,7 @@ extension Configuration {
         } else {
             key = environment["CCSD_SERVER_KEY"]
         }
-        guard let trimmed = key?.trimmingCharacters(in: .whitespacesAndNewlines) else { return }
+        guard let trimmed = key?.trimmingWhitespace() else { return }
         if trimmed.isEmpty {
             throw ConfigurationError(field: "server_key", rule: "\(source) is empty")
         }

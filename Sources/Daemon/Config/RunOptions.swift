@@ -1,5 +1,5 @@
 import CCS
-import Foundation
+import FoundationEssentials
 
 /// `ccsd run` command-line options. Flags override the configuration file.
 public struct RunOptions: Sendable, Equatable {

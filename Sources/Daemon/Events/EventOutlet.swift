@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where events go: a file descriptor (stdout or a file), one JSON line each, buffered.
 ///

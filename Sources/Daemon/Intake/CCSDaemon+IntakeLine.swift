@@ -1,5 +1,5 @@
 import CCS
-import Foundation
+import FoundationEssentials
 
 extension CCSDaemon.IntakeItem {
     /// One message's JSON text validated as an intake line (`DownstreamIntake.parse(line:now:)`), the same

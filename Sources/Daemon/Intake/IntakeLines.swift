@@ -1,5 +1,6 @@
 import CCS
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The intake's line rules, in one place for both ways of reading (`IntakeReader`: its thread for regular
 /// files and other inputs, the loop for pipes and FIFOs): bytes in, intake items out, in input order.

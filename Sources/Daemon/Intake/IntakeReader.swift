@@ -1,5 +1,7 @@
 import CCS
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import TLS
 
 /// Reads downstream messages as JSON lines from a file, a FIFO or stdin, validates them, and hands batches to
@@ -128,9 +130,7 @@ public final class IntakeReader: @unchecked Sendable {
             startOnLoop(loop)
             return
         }
-        let thread = Thread { [self] in run() }
-        thread.name = "ccsd-intake"
-        thread.start()
+        DetachedThread.start(name: "ccsd-intake") { [self] in run() }
     }
 
     /// Hands the input to a `LoopIntake`. A FIFO for a service is opened read-write and nonblocking at once
@@ -146,7 +146,7 @@ public final class IntakeReader: @unchecked Sendable {
             }
             return
         }
-        let opener = Thread { [self] in
+        DetachedThread.start(name: "ccsd-intake") { [self] in
             if let failure = openFIFO(fifoPath, nonblocking: false) {
                 daemon.execute { [daemon] in daemon.inputFinished(error: failure) }
                 return
@@ -154,8 +154,6 @@ public final class IntakeReader: @unchecked Sendable {
             _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
             handOver(to: loop)
         }
-        opener.name = "ccsd-intake"
-        opener.start()
     }
 
     /// Starts a `LoopIntake` on the open input, in a turn of the loop.

@@ -1,6 +1,7 @@
 import CCS
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import TLS
 
 /// Reads the intake from a nonblocking pipe or FIFO on the event loop (`EventLoop.watchReadable`), for `IntakeReader`: no thread of its own, so a message costs no wake-up of a reader thread and no

@@ -1,3 +1,4 @@
+import CCS
 import XMPP
 
 extension Logger {

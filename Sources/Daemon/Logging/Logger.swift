@@ -1,5 +1,7 @@
 import CCS
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import Synchronization
 
 /// Logs to stderr, one line per entry: a fixed message plus structured metadata (`connection`, `message_id`,
@@ -188,7 +190,8 @@ public final class Logger: Sendable {
         var time = now.tv_sec
         var parts = tm()
         gmtime_r(&time, &parts)
-        return String(format: "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", parts.tm_year + 1900, parts.tm_mon + 1, parts.tm_mday,
-                      parts.tm_hour, parts.tm_min, parts.tm_sec, Int(now.tv_nsec / 1_000_000))
+        return "\((parts.tm_year + 1900).zeroPadded(4))-\((parts.tm_mon + 1).zeroPadded(2))-\(parts.tm_mday.zeroPadded(2))T"
+            + "\(parts.tm_hour.zeroPadded(2)):\(parts.tm_min.zeroPadded(2)):\(parts.tm_sec.zeroPadded(2))."
+            + "\((now.tv_nsec / 1_000_000).zeroPadded(3))Z"
     }
 }

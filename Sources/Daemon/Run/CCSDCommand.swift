@@ -1,6 +1,7 @@
 import CCS
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Store
 import TLS
 
@@ -10,7 +11,7 @@ public enum CCSDCommand {
     /// configuration, 3 authentication, 4 events outlet, 5 store).
     public static func main(_ arguments: [String]) -> Int32 {
         guard let command = arguments.first else {
-            FileHandle.standardError.write(Data((RunOptions.usage + "\n").utf8))
+            StandardStreams.writeError(RunOptions.usage + "\n")
             return 2
         }
         switch command {
@@ -20,7 +21,7 @@ public enum CCSDCommand {
             print(RunOptions.usage)
             return 0
         default:
-            FileHandle.standardError.write(Data("ccsd: unknown command \"\(command)\"\n\(RunOptions.usage)\n".utf8))
+            StandardStreams.writeError("ccsd: unknown command \"\(command)\"\n\(RunOptions.usage)\n")
             return 2
         }
     }
@@ -43,7 +44,7 @@ public enum CCSDCommand {
         } catch {
             // Every problem of the configuration, one line each.
             let lines = "\(error)".split(separator: "\n").map { "ccsd: \($0)\n" }.joined()
-            FileHandle.standardError.write(Data(lines.utf8))
+            StandardStreams.writeError(lines)
             return 2
         }
         let environment = ProcessInfo.processInfo.environment
@@ -53,7 +54,7 @@ public enum CCSDCommand {
         do {
             store = try configuration.openStore()
         } catch {
-            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            StandardStreams.writeError("ccsd: \(error)\n")
             return DaemonLifecycle.ExitCode.storeFailed.rawValue
         }
         let loop = EventLoop(label: "ccsd.loop", backend: .epoll)
@@ -90,7 +91,7 @@ public enum CCSDCommand {
                                       fifoEnd: options.exitWhenDone ? .whenWritersLeave : .never,
                                       maxLineBytes: configuration.maxLineBytes, loop: loop)
         } catch {
-            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            StandardStreams.writeError("ccsd: \(error)\n")
             store.close()
             return 2
         }

@@ -1,5 +1,5 @@
 import CCS
-import Foundation
+import FoundationEssentials
 import Store
 
 /// What the HTTP API (`ccsd serve`) asks of the running daemon: submissions answered once durable, one

@@ -1,4 +1,5 @@
 import CCS
+import Store
 
 /// What `GET /metrics` shows of a running daemon: the snapshot (gauges and counters) and the histograms.
 public struct DaemonMetrics: Sendable {

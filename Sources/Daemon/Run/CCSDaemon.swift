@@ -1,6 +1,7 @@
 import CCS
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import Store
 import TLS
 import XMLStream

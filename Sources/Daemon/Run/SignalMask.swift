@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The signals ccsd handles (SIGTERM, SIGINT, SIGHUP) blocked in the calling thread, and so in every thread
 /// it starts afterwards (threads inherit the mask, pthread_sigmask(3)).

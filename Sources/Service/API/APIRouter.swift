@@ -1,6 +1,8 @@
 import CCS
 import Daemon
-import Foundation
+import Dispatch
+import FoundationEssentials
+import Glibc
 import HTTPServer
 import Store
 import TLS
@@ -175,7 +177,7 @@ public final class APIRouter: @unchecked Sendable {
 
     private func submit(_ request: HTTPRequest, _ responder: HTTPResponder) {
         if let type = request.header("Content-Type") {
-            let mediaType = type.split(separator: ";").first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() } ?? ""
+            let mediaType = type.split(separator: ";").first.map { $0.trimmingWhitespace().lowercased() } ?? ""
             guard Self.jsonTypes.contains(mediaType) else {
                 responder.respond(.error(415, code: "unsupported_media_type",
                                          message: "Content-Type \(mediaType) is not JSON; use application/json (one message or an array) or application/x-ndjson (JSON lines)"))

@@ -1,7 +1,8 @@
 import CCurl
 import CCS
 import Daemon
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Where a running `ccsd serve` answers: its Unix socket (no token: the socket's mode and group are the access
 /// control) or a TCP URL with a bearer token (docs/api.md).
@@ -50,7 +51,7 @@ public struct APIResponse: Sendable {
             if let code = error["code"]?.stringValue { text += " " + code }
             if let message = error["message"]?.stringValue { text += ": " + message }
         } else if !body.isEmpty {
-            let start = String(decoding: body.prefix(200), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let start = String(decoding: body.prefix(200), as: UTF8.self).trimmingWhitespace()
             text += ": " + start
         }
         if let retryAfter = headers["retry-after"] { text += " (retry after \(retryAfter) s)" }
@@ -237,6 +238,6 @@ private final class ResponseSink {
         }
         guard let colon = line.firstIndex(of: ":") else { return }
         let name = line[..<colon].lowercased()
-        headers[name] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespacesAndNewlines)
+        headers[name] = line[line.index(after: colon)...].trimmingWhitespace()
     }
 }

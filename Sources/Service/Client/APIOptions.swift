@@ -1,6 +1,7 @@
 import CCS
 import Daemon
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// A command-line mistake: the flag (or argument) and the rule it breaks.
 public struct UsageError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -78,7 +79,7 @@ public struct APIOptions: Sendable, Equatable {
          ("--api-url URL", "the API over TCP instead, e.g. http://127.0.0.1:8080 (or $CCSD_API_URL)"),
          ("--api-token-file FILE", "the bearer token for --api-url (or $CCSD_API_TOKEN_FILE)"),
          ("--timeout SECONDS", "seconds each request may take (default 30; long polls add their wait)")]
-            .map { "  " + $0.0.padding(toLength: width, withPad: " ", startingAt: 0) + $0.1 }
+            .map { "  " + $0.0.padded(to: width) + $0.1 }
             .joined(separator: "\n")
     }
 
@@ -117,7 +118,7 @@ public struct APIOptions: Sendable, Equatable {
             } catch {
                 throw UsageError(error.field, error.rule)
             }
-            let text = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = String(decoding: data, as: UTF8.self).trimmingWhitespace()
             guard !text.isEmpty, !text.contains(where: { $0.isNewline || $0 == "\r" }) else {
                 throw UsageError("--api-token-file", "\(file) must hold one token on one line")
             }

@@ -1,5 +1,7 @@
+import CCS
 import Daemon
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// `ccsd check-config FILE`: checks a configuration file without a running service and explains every problem
 /// (not only the first): unknown keys, invalid values, broken cross-field rules, a missing sender ID, and
@@ -35,7 +37,7 @@ enum CheckConfigCommand {
         if let keyFile = configuration.serverKeyFile {
             do {
                 let key = try readFile(keyFile, "server_key_file")
-                if String(decoding: key, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines).isEmpty {
+                if String(decoding: key, as: UTF8.self).trimmingWhitespace().isEmpty {
                     problems.append(ConfigurationError(field: "server_key_file", rule: "\(keyFile) is empty"))
                 }
             } catch {
@@ -101,7 +103,7 @@ enum CheckConfigCommand {
         }
         let contents: Data
         do {
-            contents = path == "-" ? FileHandle.standardInput.readDataToEndOfFile()
+            contents = path == "-" ? StandardStreams.readInput()
                 : try Configuration.readFile(path, field: path)
         } catch {
             output.out("\(path): 1 problem")

@@ -1,5 +1,7 @@
+import CCS
 import Daemon
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The `ccsd` command line: one entry per command. `run` is the batch command (files and pipes, see
 /// `CCSDCommand`); `serve` is the service (the store, the pool and the HTTP API); the others are clients of a
@@ -27,7 +29,7 @@ public enum CCSDCommandLine {
     static var usage: String {
         var text = "usage: ccsd COMMAND [OPTIONS]   (ccsd COMMAND --help for a command's options)\n\ncommands:\n"
         for command in commands {
-            text += "  " + command.name.padding(toLength: 14, withPad: " ", startingAt: 0) + command.summary + "\n"
+            text += "  " + command.name.padded(to: 14) + command.summary + "\n"
         }
         text += "\n  --version     print the version\n  --help        print this help"
         return text
@@ -36,7 +38,7 @@ public enum CCSDCommandLine {
     /// Runs the command named by `arguments[0]`; returns the process exit code.
     public static func main(_ arguments: [String]) -> Int32 {
         guard let name = arguments.first else {
-            FileHandle.standardError.write(Data((usage + "\n").utf8))
+            StandardStreams.writeError(usage + "\n")
             return 2
         }
         switch name {
@@ -48,7 +50,7 @@ public enum CCSDCommandLine {
             return 0
         default:
             guard let command = commands.first(where: { $0.name == name }) else {
-                FileHandle.standardError.write(Data("ccsd: unknown command \"\(name)\"\n\(usage)\n".utf8))
+                StandardStreams.writeError("ccsd: unknown command \"\(name)\"\n\(usage)\n")
                 return 2
             }
             return command.main(Array(arguments.dropFirst()))

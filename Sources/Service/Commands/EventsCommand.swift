@@ -1,5 +1,5 @@
 import CCS
-import Foundation
+import FoundationEssentials
 
 /// `ccsd events`: reads the running service's events feed (`GET /v1/events`, docs/api.md) and prints one JSON
 /// line per event, the same objects as `ccsd run --events`; `--follow` keeps long-polling, `--ack` records
@@ -143,7 +143,7 @@ enum EventsCommand {
                 // Following: ccsd may be restarting. The journal is durable, so asking again with the same
                 // cursor loses nothing; back off so that a stopped service is not hammered.
                 output.err("ccsd events: \(error); retrying in \(APIClient.formatSeconds(retryDelay)) s")
-                Thread.sleep(forTimeInterval: retryDelay)
+                DetachedThread.sleep(seconds: retryDelay)
                 retryDelay = min(retryDelay * 2, 30)
                 continue
             }

@@ -1,6 +1,6 @@
 import CCS
 import Daemon
-import Foundation
+import FoundationEssentials
 
 /// `ccsd send`: submits downstream messages to the running service (`POST /v1/messages`, docs/api.md) from
 /// flags or from a file of JSON / JSON lines, prints each message's result, and with `--wait` polls
@@ -279,10 +279,21 @@ enum SendCommand {
     }
 
     /// `message_id` as a path segment of `/v1/messages/{id}`.
+    /// Every byte of its UTF-8 but RFC 3986's unreserved characters (ASCII letters, digits, `-._~`) is
+    /// percent-encoded.
     static func messagePath(_ id: String) -> String {
-        var allowed = CharacterSet.alphanumerics
-        allowed.insert(charactersIn: "-._~")
-        return "/v1/messages/" + (id.addingPercentEncoding(withAllowedCharacters: allowed) ?? id)
+        var path = "/v1/messages/"
+        let hex = Array("0123456789ABCDEF".utf8)
+        for byte in id.utf8 {
+            switch byte {
+            case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                 UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"), UInt8(ascii: "~"):
+                path.unicodeScalars.append(Unicode.Scalar(byte))
+            default:
+                path += "%" + String(decoding: [hex[Int(byte >> 4)], hex[Int(byte & 0x0F)]], as: UTF8.self)
+            }
+        }
+        return path
     }
 
     static func main(_ arguments: [String]) -> Int32 {
@@ -374,7 +385,7 @@ enum SendCommand {
                 output.err("ccsd send: --wait-timeout passed; not final yet: \(pending.joined(separator: ", "))")
                 return max(exitCode, ClientExitCode.waitTimedOut)
             }
-            Thread.sleep(forTimeInterval: interval)
+            DetachedThread.sleep(seconds: interval)
             interval = min(interval * 1.5, 2)
         }
         return exitCode
@@ -383,7 +394,7 @@ enum SendCommand {
     /// A file's contents, or stdin's for `-`.
     /// - Throws: `UsageError` for `--file` with the system's reason.
     static func readInput(_ path: String) throws -> Data {
-        if path == "-" { return FileHandle.standardInput.readDataToEndOfFile() }
+        if path == "-" { return StandardStreams.readInput() }
         do {
             return try Configuration.readFile(path, field: "--file")
         } catch {

@@ -1,6 +1,8 @@
+import CCS
 import Daemon
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 import HTTPServer
 import Store
 import TLS
@@ -30,7 +32,7 @@ enum ServeCommand {
             configuration = try options.run.configuration(environment: environment)
             token = try options.bearerToken(environment: environment)
         } catch {
-            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            StandardStreams.writeError("ccsd: \(error)\n")
             return 2
         }
         let logger = Logger(minimum: configuration.logLevel, format: options.logFormat ?? .automatic(environment: environment))
@@ -42,7 +44,7 @@ enum ServeCommand {
             // acknowledged (up to the events retention) even before its first ack.
             try store.acknowledgeEvents(consumer: CCSDaemon.apiConsumer, through: 0)
         } catch {
-            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            StandardStreams.writeError("ccsd: \(error)\n")
             return DaemonLifecycle.ExitCode.storeFailed.rawValue
         }
         let loop = EventLoop(label: "ccsd.loop")
@@ -89,7 +91,7 @@ enum ServeCommand {
         switch started {
         case .success(let listening): names = listening
         case .failure(let error):
-            FileHandle.standardError.write(Data("ccsd: \(error)\n".utf8))
+            StandardStreams.writeError("ccsd: \(error)\n")
             store.close()
             return 2
         }

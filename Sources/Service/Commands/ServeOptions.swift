@@ -1,5 +1,6 @@
+import CCS
 import Daemon
-import Foundation
+import FoundationEssentials
 import HTTPServer
 
 /// `ccsd serve` command-line options: the API's own flags; every other flag is `ccsd run`'s (`RunOptions`),
@@ -128,7 +129,7 @@ struct ServeOptions: Equatable {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw ConfigurationError(field: field, rule: "cannot read \(path)")
         }
-        let token = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let token = String(decoding: data, as: UTF8.self).trimmingWhitespace()
         guard !token.isEmpty, !token.contains(where: { $0.isWhitespace }) else {
             throw ConfigurationError(field: field, rule: "must hold one token without spaces (\(path))")
         }

@@ -1,5 +1,5 @@
 import CCS
-import Foundation
+import FoundationEssentials
 
 /// `ccsd status`: the running service's connections, queue and recent errors (`GET /v1/status`, docs/api.md),
 /// as a table or, with `--json`, as the service wrote them.
@@ -131,7 +131,7 @@ enum StatusCommand {
         let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
         return all.map { row in
             row.indices.map { column in
-                column == row.count - 1 ? row[column] : row[column].padding(toLength: widths[column], withPad: " ", startingAt: 0)
+                column == row.count - 1 ? row[column] : row[column].padded(to: widths[column])
             }.joined(separator: "  ")
         }
     }
@@ -166,7 +166,7 @@ enum StatusCommand {
             return ClientExitCode.unavailable
         }
         if options.json {
-            output.out(String(decoding: response.body, as: UTF8.self).trimmingCharacters(in: .newlines))
+            output.out(String(decoding: response.body, as: UTF8.self).trimmingNewlines())
         } else {
             render(json).forEach(output.out)
         }

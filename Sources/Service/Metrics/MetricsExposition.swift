@@ -1,5 +1,5 @@
 import CCS
-import Foundation
+import FoundationEssentials
 import Daemon
 
 /// Renders the daemon's metrics in the Prometheus text exposition format 0.0.4 (`GET /metrics`).
@@ -150,8 +150,15 @@ struct ExpositionWriter {
     }
 
     private mutating func header(_ name: String, _ type: String, _ help: String) {
-        let help = help.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\n", with: "\\n")
-        text += "# HELP \(name) \(help)\n# TYPE \(name) \(type)\n"
+        var escaped = ""  // backslash and line feed escaped, scalar by scalar (a CR LF's LF too)
+        for scalar in help.unicodeScalars {
+            switch scalar {
+            case "\\": escaped += "\\\\"
+            case "\n": escaped += "\\n"
+            default: escaped.unicodeScalars.append(scalar)
+            }
+        }
+        text += "# HELP \(name) \(escaped)\n# TYPE \(name) \(type)\n"
     }
 
     /// One sample line; labels in name order (`le` last, as clients write it).

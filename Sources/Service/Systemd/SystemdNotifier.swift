@@ -1,5 +1,6 @@
 import CSystemd
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// Tells systemd about the service's state through `sd_notify` (`Type=notify`): readiness, a status line, the
 /// watchdog, reloads and the stop. Without `NOTIFY_SOCKET` (not run by systemd) every call does nothing.

@@ -1,6 +1,7 @@
 import Daemon
 import Dispatch
-import Foundation
+import FoundationEssentials
+import Glibc
 
 /// The systemd side of `ccsd serve`, driven on the daemon's loop (sd_notify(3) through `SystemdNotifier`):
 /// - `ready()`: `READY=1` with the status line; then `STATUS=` every `statusInterval` seconds when the line

@@ -1,7 +1,7 @@
 import CCS
 import CCurl
 import Daemon
-import Foundation
+import FoundationEssentials
 import Store
 
 /// POSTs the events journal to a configured URL in batches (`{"events":[…]}`, the same objects as the
@@ -55,7 +55,7 @@ public final class WebhookOutlet: @unchecked Sendable {
             var token: String?
             if let path = configuration.webhookTokenFile {
                 let text = String(decoding: try Configuration.readFile(path, field: "webhook_token_file"), as: UTF8.self)
-                    .trimmingCharacters(in: .whitespacesAndNewlines)
+                    .trimmingWhitespace()
                 guard !text.isEmpty else { throw ConfigurationError(field: "webhook_token_file", rule: "\(path) is empty") }
                 token = text
             }
@@ -66,7 +66,7 @@ public final class WebhookOutlet: @unchecked Sendable {
 
     private let journal: EventJournalAccess
     private let logger: Logger
-    private let condition = NSCondition()
+    private let condition = ThreadCondition()
     // Guarded by `condition`.
     private var settings: Settings
     private var started = false
@@ -91,15 +91,13 @@ public final class WebhookOutlet: @unchecked Sendable {
         precondition(!started, "WebhookOutlet.start() twice")
         started = true
         running = true
-        let thread = Thread { [self] in
+        DetachedThread.start(name: "ccsd.webhook") { [self] in
             run()
             condition.lock()
             running = false
             condition.broadcast()
             condition.unlock()
         }
-        thread.name = "ccsd.webhook"
-        thread.start()
     }
 
     /// Stops the worker and waits for it: at once when it is idle or backing off, else once the POST in
@@ -116,7 +114,7 @@ public final class WebhookOutlet: @unchecked Sendable {
     /// `stop()` on another thread, then `completion` there: for callers on the event loop, which must not wait
     /// for a POST in progress.
     public func stop(then completion: @escaping @Sendable () -> Void) {
-        Thread.detachNewThread { [self] in
+        DetachedThread.start(name: "ccsd.webhook") { [self] in
             stop()
             completion()
         }
@@ -222,7 +220,7 @@ public final class WebhookOutlet: @unchecked Sendable {
                 }
                 let fields: KeyValuePairs<String, String> = [
                     "url": Self.redacted(settings.url), "result": Self.describe(attempt), "first_seq": "\(batch.first!.seq)",
-                    "events": "\(batch.count)", "failures": "\(failures)", "retry_in_seconds": String(format: "%.3f", delay)]
+                    "events": "\(batch.count)", "failures": "\(failures)", "retry_in_seconds": delay.threeDecimals]
                 if failure == .configuration {
                     logger.error("webhook: the receiver refuses the POST; check webhook_url, webhook_token_file and the receiver; retrying slowly, nothing is dropped", fields)
                 } else {
@@ -297,7 +295,7 @@ public final class WebhookOutlet: @unchecked Sendable {
 
     /// Sleeps `seconds`, or until a stop (false), or, when `wakeable`, until new events are journaled.
     private func sleep(seconds: Double, wakeable: Bool) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
+        let deadline = ContinuousClock.now.advanced(by: .seconds(seconds))
         condition.lock()
         defer { condition.unlock() }
         while !stopping, !(wakeable && wakePending) {
@@ -325,7 +323,7 @@ public final class WebhookOutlet: @unchecked Sendable {
 
     /// The URL's scheme and host (no user info, path or query: they may hold secrets).
     static func redacted(_ url: String) -> String {
-        guard let schemeEnd = url.range(of: "://") else { return "(invalid URL)" }
+        guard let schemeEnd = url.firstRange(of: "://") else { return "(invalid URL)" }
         var rest = url[schemeEnd.upperBound...]
         if let end = rest.firstIndex(where: { $0 == "/" || $0 == "?" || $0 == "#" }) { rest = rest[..<end] }
         if let at = rest.lastIndex(of: "@") { rest = rest[rest.index(after: at)...] }
