@@ -1,6 +1,5 @@
 import CCS
 import XMPP
-import Dispatch
 import FoundationEssentials
 import Glibc
 

@@ -1,5 +1,4 @@
 import CCS
-import Dispatch
 import FoundationEssentials
 import Glibc
 import Synchronization
@@ -187,11 +186,6 @@ public final class Logger: Sendable {
     static func timestamp() -> String {
         var now = timespec()
         clock_gettime(CLOCK_REALTIME, &now)
-        var time = now.tv_sec
-        var parts = tm()
-        gmtime_r(&time, &parts)
-        return "\((parts.tm_year + 1900).zeroPadded(4))-\((parts.tm_mon + 1).zeroPadded(2))-\(parts.tm_mday.zeroPadded(2))T"
-            + "\(parts.tm_hour.zeroPadded(2)):\(parts.tm_min.zeroPadded(2)):\(parts.tm_sec.zeroPadded(2))."
-            + "\((now.tv_nsec / 1_000_000).zeroPadded(3))Z"
+        return CCSDaemon.rfc3339(unixMillis: Int64(now.tv_sec) * 1000 + Int64(now.tv_nsec / 1_000_000))
     }
 }
