@@ -51,8 +51,9 @@ let package = Package(
         .target(name: "CByteScan"),
         .target(name: "XMLStream", dependencies: ["CLibXML2", "CByteScan"], swiftSettings: explicitImports),
         .target(name: "XMPP", dependencies: ["TLS", "XMLStream"], swiftSettings: explicitImports),
-        // JSON parsing through Debian's simdjson (C++, On-Demand API) behind a plain C header.
-        .target(name: "CJSONFrontDoor", linkerSettings: [.linkedLibrary("simdjson")]),
+        // JSON parsing through Debian's simdjson (C++, On-Demand API) behind a plain C header; Debian's jansson
+        // says why a text simdjson refuses is not JSON.
+        .target(name: "CJSONFrontDoor", linkerSettings: [.linkedLibrary("simdjson"), .linkedLibrary("jansson")]),
         .target(name: "CCS", dependencies: ["XMLStream", "CJSONFrontDoor", "TimerHeap"], swiftSettings: explicitImports),
         .target(name: "CCSEmulator", dependencies: ["TLS", "Certificates", "XMLStream", "CCS"]),
         .target(name: "Daemon", dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "Store"], swiftSettings: explicitImports),
@@ -80,7 +81,10 @@ let package = Package(
         .executableTarget(name: "ccs-emulator", dependencies: ["CCSEmulator", "TLS", "CAllocatorSettings"],
                           linkerSettings: [.linkedLibrary("jemalloc", .when(platforms: [.linux]))]),
         // Runs the built `ccsd` and `ccs-emulator` as processes: build every product first (`swift build -c release`).
-        .executableTarget(name: "ccsd-bench", dependencies: ["CCS", "TLS"]),
+        .executableTarget(name: "ccsd-bench", dependencies: ["CCS", "TLS", "JSONReference"]),
+        // Foundation's JSONSerialization as ccsd once parsed JSON: the reference tests and ccsd-bench compare
+        // the JSON front door with. Not linked into ccsd.
+        .target(name: "JSONReference", dependencies: ["CCS"]),
 
         // The downstream corpus (Tests/Corpus) for the unit and end-to-end tests.
         .target(name: "CorpusFixtures", dependencies: ["CCS"], path: "Tests/CorpusFixtures"),
@@ -96,7 +100,7 @@ let package = Package(
         // Unit tests: no sockets.
         .testTarget(name: "XMLStreamTests", dependencies: ["XMLStream"]),
         .testTarget(name: "XMPPTests", dependencies: ["XMPP", "XMLStream"]),
-        .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "CorpusFixtures"]),
+        .testTarget(name: "CCSTests", dependencies: ["CCS", "XMLStream", "CorpusFixtures", "JSONReference"]),
         .testTarget(name: "TLSTests", dependencies: ["TLS", "Certificates"]),
         .testTarget(name: "DaemonTests", dependencies: ["Daemon", "CCS", "TLS", "XMPP", "XMLStream", "TestSupport", "Store"]),
         .testTarget(name: "StoreTests", dependencies: ["Store", "CCS", "CSQLite", "CSQLiteWALGather"]),
@@ -106,7 +110,7 @@ let package = Package(
         // Integration tests: real TLS on loopback against the emulator and Prosody.
         .testTarget(name: "IntegrationTests",
                     dependencies: ["TLS", "XMLStream", "XMPP", "CCS", "CCSEmulator", "Daemon", "CorpusFixtures", "Store",
-                                   "Service", "HTTPServer", "Certificates"]),
+                                   "Service", "HTTPServer", "Certificates", "JSONReference"]),
     ],
     swiftLanguageModes: [.v6]
 )

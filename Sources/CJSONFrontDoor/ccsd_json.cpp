@@ -1,6 +1,7 @@
 // The token walk over simdjson's On-Demand API behind include/ccsd_json.h.
 #include "ccsd_json.h"
 
+#include <jansson.h>
 #include <simdjson.h>
 
 #include <cstring>
@@ -19,6 +20,8 @@ struct ccsd_json_parser {
 };
 
 namespace {
+
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 void push(ccsd_json_parser *p, uint8_t kind, std::string_view text) {
     p->tokens.push_back(ccsd_json_token{text.data(), static_cast<uint32_t>(text.size()), 0, kind});
@@ -77,9 +80,7 @@ error_code walk(ccsd_json_parser *p, ondemand::value value, size_t depth) {
     }
     case ondemand::json_type::number: {
         std::string_view text = value.raw_json_token();
-        while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\n' || text.back() == '\r')) {
-            text.remove_suffix(1);
-        }
+        while (!text.empty() && is_space(text.back())) { text.remove_suffix(1); }
         push(p, CCSD_JSON_NUMBER, text);
         return SUCCESS;
     }
@@ -98,6 +99,33 @@ error_code walk(ccsd_json_parser *p, ondemand::value value, size_t depth) {
     }
     }
     return INCORRECT_TYPE;
+}
+
+// A top-level string, true, false or null (a top-level number is read by the caller).
+error_code walk_scalar(ccsd_json_parser *p, ondemand::document &document, ondemand::json_type type) {
+    switch (type) {
+    case ondemand::json_type::string: {
+        std::string_view text;
+        if (auto error = document.get_string().get(text)) { return error; }
+        push(p, CCSD_JSON_STRING, text);
+        return SUCCESS;
+    }
+    case ondemand::json_type::boolean: {
+        bool flag;
+        if (auto error = document.get_bool().get(flag)) { return error; }
+        push(p, flag ? CCSD_JSON_TRUE : CCSD_JSON_FALSE, std::string_view());
+        return SUCCESS;
+    }
+    case ondemand::json_type::null: {
+        bool null;
+        if (auto error = document.is_null().get(null)) { return error; }
+        if (!null) { return N_ATOM_ERROR; }
+        push(p, CCSD_JSON_NULL, std::string_view());
+        return SUCCESS;
+    }
+    default:
+        return INCORRECT_TYPE;
+    }
 }
 
 }  // namespace
@@ -130,8 +158,18 @@ extern "C" int ccsd_json_parse(ccsd_json_parser *p, const char *bytes, size_t le
             ondemand::array array;
             error = document.get_array().get(array);
             if (!error) { error = walk_array(p, array, 1); }
+        } else if (type == ondemand::json_type::number) {
+            // simdjson does not move past a number it has not converted: the whole text (less its
+            // whitespace) is the token, and one that is not a single number fails the caller's syntax check.
+            std::string_view text(p->padded.data(), length);
+            while (!text.empty() && is_space(text.front())) { text.remove_prefix(1); }
+            while (!text.empty() && is_space(text.back())) { text.remove_suffix(1); }
+            push(p, CCSD_JSON_NUMBER, text);
+            *tokens = p->tokens.data();
+            *count = p->tokens.size();
+            return 0;
         } else {
-            return -1;
+            error = walk_scalar(p, document, type);
         }
         if (error) { return static_cast<int>(error); }
         const char *location = nullptr;
@@ -141,5 +179,47 @@ extern "C" int ccsd_json_parse(ccsd_json_parser *p, const char *bytes, size_t le
         return 0;
     } catch (...) {  // std::bad_alloc from the token vector
         return -3;
+    }
+}
+
+extern "C" const char *ccsd_json_error_message(int code) {
+    if (code == -2) { return "more text after the JSON value"; }
+    if (code == -3) { return "out of memory"; }
+    return error_message(static_cast<error_code>(code));
+}
+
+extern "C" int ccsd_json_explain(const char *bytes, size_t length, char *reason, size_t reason_size, size_t *offset) {
+    json_error_t error;
+    // Integers as reals: jansson refuses an integer beyond 64 bits, which ccsd reads (as its text).
+    json_t *value = json_loadb(bytes, length, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &error);
+    if (value != nullptr) {
+        json_decref(value);
+        return -1;
+    }
+    size_t position = error.position < 0 ? 0 : static_cast<size_t>(error.position);
+    // jansson's lexer takes a NUL byte outside a string for the end of the text: the offset is the NUL's.
+    bool at_nul = position > 0 && position <= length && bytes[position - 1] == '\0';
+    bool ends_early = json_error_code(&error) == json_error_premature_end_of_input && position >= length && !at_nul;
+    // jansson ends its reason with " near '<the token as read>'" (or " near end of file"): the token is
+    // cut off, so that no part of the text (a key, a token) is quoted, and the offset moved to its start.
+    if (char *near = std::strstr(error.text, " near ")) {
+        const char *token = near + 6;
+        size_t token_length = std::strlen(token);
+        if (token_length >= 2 && token[0] == '\'' && token[token_length - 1] == '\'' && token_length - 2 <= position) {
+            position -= token_length - 2;
+        } else if (at_nul) {
+            position -= 1;
+        }
+        *near = '\0';
+    }
+    if (reason_size > 0) {
+        std::strncpy(reason, error.text, reason_size - 1);
+        reason[reason_size - 1] = '\0';
+    }
+    *offset = position;
+    switch (json_error_code(&error)) {
+    case json_error_premature_end_of_input: return ends_early ? 1 : 0;
+    case json_error_numeric_overflow: return 2;
+    default: return 0;
     }
 }

@@ -1,5 +1,6 @@
 import CCS
 import Foundation
+import JSONReference
 import XMLStream
 
 /// `ccsd-bench json-parse intake|inbound FILE COUNT [--foundation-only]`: parses every line of FILE COUNT
@@ -16,9 +17,8 @@ enum JSONParseBench {
         }
         let lines = text.split(separator: "\n").map(String.init)
         let foundationOnly = arguments.dropFirst(3).contains("--foundation-only")
-        let checksum = JSONFrontDoor.foundationOnlySwitch.withValue(foundationOnly) {
-            arguments[0] == "intake" ? intake(lines, count) : inbound(lines, count)
-        }
+        let parse = { arguments[0] == "intake" ? intake(lines, count) : inbound(lines, count) }
+        let checksum = foundationOnly ? FoundationJSON.withReference(parse) : parse()
         print(checksum)
         exit(0)
     }

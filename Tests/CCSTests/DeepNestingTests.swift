@@ -1,4 +1,5 @@
 import Foundation
+import JSONReference
 import Testing
 import XMLStream
 @testable import CCS
@@ -15,7 +16,7 @@ import XMLStream
 
     @Test func sixtyFourLevelsParseAndSixtyFiveAreRefusedWithTheRule() {
         for foundationOnly in [false, true] {
-            JSONFrontDoor.foundationOnlySwitch.withValue(foundationOnly) {
+            let body = {
                 #expect((try? JSONValue.parse(Self.arrays(64)))?.arrayValue != nil)
                 #expect((try? JSONValue.parse(Self.objects(64)))?.objectValue != nil)
                 for text in [Self.arrays(65), Self.objects(65), "[" + Self.objects(64) + "]"] {
@@ -24,6 +25,7 @@ import XMLStream
                     }
                 }
             }
+            if foundationOnly { FoundationJSON.withReference(body) } else { body() }
         }
     }
 
@@ -39,9 +41,8 @@ import XMLStream
         let brackets = String(repeating: "[{", count: 100)
         let text = #"{"a":"\"\#(brackets)\\","b":1}"#  // an escaped quote, then brackets, then an escaped backslash
         for foundationOnly in [false, true] {
-            JSONFrontDoor.foundationOnlySwitch.withValue(foundationOnly) {
-                #expect((try? JSONValue.parse(text)) == .object(["a": .string("\"" + brackets + "\\"), "b": .int(1)]))
-            }
+            let body = { #expect((try? JSONValue.parse(text)) == .object(["a": .string("\"" + brackets + "\\"), "b": .int(1)])) }
+            if foundationOnly { FoundationJSON.withReference(body) } else { body() }
         }
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import JSONReference
 import Testing
 import XMLStream
 @testable import CCS
@@ -40,7 +41,7 @@ import XMLStream
             let stanza = XMLElement(name: "message", namespace: XMLNamespace.client, attributes: [],
                                     children: [XMLElement(name: "gcm", namespace: XMLNamespace.gcm, text: json)])
             let inbound = Result { () throws(InboundParseError) in try InboundMessage.parse(stanza: stanza) }
-            let old = JSONFrontDoor.foundationOnlySwitch.withValue(true) {
+            let old = FoundationJSON.withReference {
                 Result { () throws(InboundParseError) in try InboundMessage.parse(stanza: stanza) }
             }
             #expect(inbound == old, "\(json)")
@@ -74,7 +75,7 @@ import XMLStream
         }
         payloads += [[0xFF], Array(#"{"message_type":"ack","message_id":"m-"#.utf8) + [0xC3] + Array(#"","from":"t"}"#.utf8)]
         for foundationOnly in [false, true] {
-            JSONFrontDoor.foundationOnlySwitch.withValue(foundationOnly) {
+            let body = {
                 for payload in payloads {
                     let text = String(decoding: payload, as: UTF8.self)
                     let stanza = XMLElement(name: "message", namespace: XMLNamespace.client, attributes: [.init(name: "id", value: "")],
@@ -86,6 +87,7 @@ import XMLStream
                     #expect(fromPayload == whole, "\(text) foundationOnly \(foundationOnly)")
                 }
             }
+            if foundationOnly { FoundationJSON.withReference(body) } else { body() }
         }
     }
 

@@ -99,13 +99,13 @@ import XMPP
         (#"{"close_timeout_seconds":-3}"#, "close_timeout_seconds", "must be a number of seconds above 0, got -3"),
         (#"{"state-dir":"/x"}"#, "state-dir", "unknown key (did you mean state_dir?)"),
         (#"[1]"#, "test.json", "the file must hold one JSON object"),
-        (#"{"#, "test.json", "not valid JSON: Unexpected end of file during JSON parse. The text ends at line 1, column 2, byte 1."),
+        (#"{"#, "test.json", "not valid JSON: the text ends at byte 1, before its JSON value is complete (line 1, column 2)"),
         ("{\n  \"window\": 5,\n  \"connections\": ", "test.json",
-         "not valid JSON: Unexpected end of file during JSON parse. The text ends at line 3, column 18, byte 34."),
-        ("{\n  \"window\": 5,\n  \"connections\": x}", "test.json", "not valid JSON: Invalid value around character 34. (line 3, column 18)"),
-        // RFC 8259 has no trailing commas (Foundation alone would take them).
-        (#"{"sender_id":"123","connections":2,}"#, "test.json", "not valid JSON: Trailing comma around character 34. (line 1, column 35)"),
-        ("{\"window\":5,\n\"state_dir\":[\"a\",\n]}", "test.json", "not valid JSON: Trailing comma around character 29. (line 2, column 17)"),
+         "not valid JSON: the text ends at byte 34, before its JSON value is complete (line 3, column 18)"),
+        ("{\n  \"window\": 5,\n  \"connections\": x}", "test.json", "not valid JSON: invalid token at byte 34 (line 3, column 18)"),
+        // RFC 8259 has no trailing commas (Foundation, which ccsd once parsed with, took them).
+        (#"{"sender_id":"123","connections":2,}"#, "test.json", "not valid JSON: a trailing comma at byte 34 (line 1, column 35)"),
+        ("{\"window\":5,\n\"state_dir\":[\"a\",\n]}", "test.json", "not valid JSON: a trailing comma at byte 29 (line 2, column 17)"),
         // Numbers are quoted as written.
         (#"{"max_attempts":3.0}"#, "max_attempts", "must be an integer from 1 to 100, got 3.0"),
         (#"{"window":1E1}"#, "window", "must be an integer from 1 to 100, got 1E1"),

@@ -1,10 +1,16 @@
-// Foundation alone, as ccsd parsed JSON before the front door: JSONSerialization, then JSONValue(foundation:).
-// Built by ./run with Sources/CCS/JSON/JSONValue.swift and a stand-in front door that declines every text.
+// Foundation alone, as ccsd parsed JSON before the front door: JSONSerialization, then the conversion to
+// JSONValue (Sources/JSONReference/FoundationJSONValue.swift). Built by ./run with JSONValue's own files and
+// this stand-in front door, which gives every text to Foundation.
 import Foundation
 
 enum JSONFrontDoor {
-    static let foundationOnly = true
-    static func parseWithLibrary(_ bytes: UnsafeRawBufferPointer) -> JSONValue? { nil }
+    static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONValue.ParseError) -> JSONValue {
+        do {
+            return FoundationJSONValue.value(try JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]))
+        } catch {
+            throw JSONValue.ParseError(message: "not valid JSON")
+        }
+    }
 }
 
 @main enum FoundationBench {

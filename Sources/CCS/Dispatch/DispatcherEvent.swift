@@ -36,7 +36,7 @@ public enum DispatcherEvent: Sendable, Equatable {
 /// Nothing is wrapped, rounded or dropped (issue 7): a number keeps its exact text (`JSONValue.number`,
 /// `18446744073709551617`, `-0`, `1E2`; `.int` when it is written as a plain Int64), a non-number value and
 /// non-string `failed_registration_ids` elements are kept as received. A number no 64-bit float holds
-/// (`1e400`) cannot be written for JSON readers (Foundation refuses the whole line): it is `null` here and
+/// (`1e400`) cannot be written for JSON readers (`JSONValue.parse` refuses the whole line): it is `null` here and
 /// named in `decodeError`. Absent members: `success` 0, `failure` the number of failed ids, failed ids `[]`.
 /// Decisions use `successCount`/`failureCount`, which are set only for exact integers.
 ///

@@ -16,14 +16,14 @@ import Glibc
 /// and every broken rule.
 extension DownstreamIntake {
     /// Set by tests only (`commonShapeOffSwitch.withValue(true) { … }`): the shortcut is never taken, so that
-    /// the full path can be compared with it. A `TaskFlag`, like `JSONFrontDoor.foundationOnlySwitch`: one
+    /// the full path can be compared with it. A `TaskFlag`, like `JSONFrontDoor.referenceSwitch`: one
     /// atomic load per line while nobody binds it, not a task-local lookup.
     package static let commonShapeOffSwitch = TaskFlag()
     package static var commonShapeOff: Bool { commonShapeOffSwitch.value }
 
     /// The message when `utf8` is a valid line of the common shape (see the extension's notes); nil otherwise.
     static func parseCommonShape(_ utf8: UnsafeRawBufferPointer) -> DownstreamMessage? {
-        guard !commonShapeOff, !JSONFrontDoor.foundationOnly else { return nil }
+        guard !commonShapeOff, !JSONFrontDoor.referenceOnly else { return nil }
         return JSONFrontDoor.withTokens(utf8) { tokens in
             withUnsafeTemporaryAllocation(of: Int.self, capacity: Field.count) { at in
                 at.initialize(repeating: 0)

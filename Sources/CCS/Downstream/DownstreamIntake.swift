@@ -9,10 +9,10 @@ public enum DownstreamIntake {
     /// Parses, translates when v1-shaped, and validates one line. The common legacy message takes a shortcut
     /// (`parseCommonShape`) that gives the same result; everything else, and every error, comes from the full path.
     ///
-    /// What Foundation refuses is still reported by field where possible: a lone surrogate escape reads as
+    /// What `JSONValue.parse` refuses is still reported by field where possible: a lone surrogate escape reads as
     /// U+FFFD; a number no Double holds (`1e400`) reads as null, so that its field's own rule names it (or,
-    /// if no rule does, a rule about the number); other lines are "not valid JSON" with Foundation's reason
-    /// and byte position. Numbers in errors are quoted as written in the line (`2419201.0`, not `2419201`):
+    /// if no rule does, a rule about the number); other lines are "not valid JSON" with the parser's reason
+    /// and byte offset, and the field whose value holds that byte. Numbers in errors are quoted as written in the line (`2419201.0`, not `2419201`):
     /// the token is found again in the raw line by the field's key path (`JSONTokenScan`). Limits: only
     /// paths made of object keys (not array elements); a key written with escapes is matched after decoding.
     /// - Parameters:
@@ -71,7 +71,8 @@ public enum DownstreamIntake {
         return result
     }
 
-    /// The error for a line Foundation refuses: not UTF-8, or not JSON (with Foundation's reason and position).
+    /// The error for a line that is not JSON: not UTF-8, empty, cut short, or broken at a byte (the reason
+    /// and byte offset from `JSONValue.parse`, and the field whose value holds that byte).
     static func notJSON(_ line: Data, _ error: JSONValue.ParseError) -> ValidationError {
         if String(validating: line, as: UTF8.self) == nil {
             return ValidationError(code: .notJSONObject, field: "", rule: "the line is not valid UTF-8 text, so not a JSON object")
@@ -79,18 +80,17 @@ public enum DownstreamIntake {
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 || $0 == 0x0A || $0 == 0x0D }) {
             return ValidationError(code: .notJSONObject, field: "", rule: "the line is empty, not a JSON object")
         }
-        var reason = error.message
-        if reason.hasSuffix("Unexpected end of file during JSON parse.") {
-            reason = "not valid JSON: it ends before the JSON text is complete (after \(line.count) bytes; truncated?)"
+        if error.endsEarly {
+            return ValidationError(code: .notJSONObject, field: "",
+                                   rule: "the line is not valid JSON: it ends before the JSON text is complete (after \(line.count) bytes; truncated?)")
         }
-        return ValidationError(code: .notJSONObject, field: field(at: reason, in: [UInt8](line)), rule: "the line is \(reason)")
+        let field = error.offset.map { Self.field(at: $0, in: [UInt8](line)) } ?? ""
+        return ValidationError(code: .notJSONObject, field: field, rule: "the line is \(error.message)")
     }
 
-    /// The field whose value holds the byte Foundation's reason points at ("… around character 7."), found
-    /// by the token scan; "" when there is no position or it is not inside a value (a key, punctuation).
-    static func field(at reason: String, in bytes: [UInt8]) -> String {
-        guard let marker = reason.firstRange(of: "around character ") else { return "" }
-        guard let position = Int(reason[marker.upperBound...].prefix(while: \.isNumber)) else { return "" }
+    /// The field whose value holds the byte at `position`, found by the token scan; "" when it is not inside
+    /// a value (a key, punctuation).
+    static func field(at position: Int, in bytes: [UInt8]) -> String {
         var field = ""
         JSONTokenScan.scan(bytes) { token in
             guard token.range.lowerBound <= position else { return false }

@@ -8,7 +8,7 @@
 /// `description` reads `time_to_live: must be an integer number of seconds from 0 to 2419200 (got "600")`;
 /// it goes into the `rejected` event, for the app that wrote the line. Logs use `logDescription`, which
 /// carries no value at all (see there). A number is quoted as written in the intake line (`2419201.0`,
-/// `1e400`), not as Foundation read it (see `DownstreamIntake.parse(line:now:)` for how, and its limits).
+/// `1e400`), not as it was read (see `DownstreamIntake.parse(line:now:)` for how, and its limits).
 /// Source: ccs-protocol.md §3 and the FCM XMPP/HTTP references; decisions in docs/v1-mapping.md.
 public struct ValidationError: Error, Sendable, Equatable, CustomStringConvertible {
     /// One code per rule, so that callers and tests can tell rules apart without parsing text.

@@ -243,7 +243,7 @@ extension InboundMessage {
         case nil: break
         }
         // Lone surrogate escapes read as U+FFFD (JSONValue.parse); a number no Double holds reads as null and
-        // is named in decode_error; a text Foundation refuses otherwise is handed over raw when its
+        // is named in decode_error; a text refused otherwise is handed over raw when its
         // message_id (and from) can be recovered, so that it is ACKed once instead of redelivered forever.
         let object: [String: JSONValue]
         var problems: [String] = []
@@ -462,8 +462,8 @@ extension InboundMessage {
         return object
     }
 
-    /// Best effort for a `gcm` text Foundation refuses: the top-level `message_id`, `from` and `message_type`
-    /// string members, each decoded alone by Foundation (`JSONTokenScan`). An upstream message (no
+    /// Best effort for a `gcm` text `JSONValue.parse` refuses: the top-level `message_id`, `from` and
+    /// `message_type` string members, each found lexically and decoded alone (`JSONTokenScan`). An upstream message (no
     /// message_type, or one that is not a string: see `classify`) needs message_id and from; a receipt needs message_id (its ACK goes to its `from`,
     /// default `gcm.googleapis.com`); an ack or nack needs message_id (a nack's `error` defaults to
     /// `UNKNOWN`, which is retried); a control message needs control_type. Limits: members are found

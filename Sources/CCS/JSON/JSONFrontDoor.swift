@@ -1,39 +1,104 @@
 import CJSONFrontDoor
-import Foundation
+import Glibc
 import Synchronization
 
 /// The one door through which ccsd parses JSON: intake lines, acks, nacks, receipts, upstream and control
 /// messages, configuration (ccs-protocol.md §2–3). Backed by Debian's simdjson (its On-Demand API, behind the
-/// C interface of the `CJSONFrontDoor` target), chosen by instruction counts (docs/performance.md).
+/// C interface of the `CJSONFrontDoor` target), chosen by instruction counts (docs/performance.md); when
+/// simdjson refuses a text, Debian's jansson says why and where (`JSONValue.ParseError`).
 ///
-/// The results are those of Foundation's `JSONSerialization` as ccsd has always read it (`JSONValue`'s rules):
-/// simdjson reads the texts it reads the same way, and any text it does not, or might read differently,
-/// is declined and read by Foundation instead, so that errors keep Foundation's reason and byte position
-/// and the lone-surrogate repair applies. Declined: a text simdjson refuses (not JSON, not UTF-8, a lone
-/// surrogate escape, nesting deeper than `maxDepth`), a top-level scalar, a key repeated in one object
-/// (Foundation keeps one of them), and a number that is not a plain integer of at most 18 digits, which
-/// Foundation reads alone (so `1.0`, `-0`, `1E2` and `18446744073709551617` come out as they always did).
-/// Every text read is valid JSON (RFC 8259): simdjson refuses the texts it cannot read, Foundation the texts it
-/// is given, except a trailing comma (`[1,]`), which Foundation accepts and `JSONTrailingComma` refuses.
+/// Every text read is JSON (RFC 8259), with any value at the top level. What ccsd adds to the RFC:
+/// - numbers keep their value (`JSONValue.init?(numberText:)`): never wrapped or rounded to another value;
+///   one beyond a 64-bit float (`1e400`) refuses the text (`JSONValue.parseReplacingUnrepresentableNumbers`
+///   names it);
+/// - a key repeated in one object keeps its last value (as Foundation's `JSONSerialization` did);
+/// - an unpaired UTF-16 surrogate escape (`"\ud800"`) reads as U+FFFD (`JSONSurrogateRepair`);
+/// - a UTF-8 byte-order mark before the text is skipped (RFC 8259 §8.1 allows it); the text must be UTF-8;
+/// - nesting deeper than `maxDepth` objects and arrays is refused (`JSONNesting.rule`).
 public enum JSONFrontDoor {
-    /// Nesting (objects and arrays) beyond this is declined to Foundation, which decides (CCS payloads nest 3 deep).
+    /// Nesting (objects and arrays) beyond this is refused (CCS payloads nest 3 deep).
     public static let maxDepth = 64
 
-    /// Set by tests and `ccsd-bench json-parse` only (`foundationOnlySwitch.withValue(true) { … }`): every
-    /// parse goes to Foundation alone (`JSONValue.parseWithFoundation`), the path ccsd used before this door,
-    /// so that the two can be compared. A `TaskFlag`: one atomic load per read while nobody binds it.
-    package static let foundationOnlySwitch = TaskFlag()
-    package static var foundationOnly: Bool { foundationOnlySwitch.value }
+    /// Set by tests and `ccsd-bench json-parse` only (`referenceSwitch.withValue(true) { … }`): every parse
+    /// goes to `referenceParser` (Foundation's `JSONSerialization`, installed by the test-only
+    /// `JSONReference` module: the path ccsd used before this door) and `withObject` declines, so that the
+    /// two can be compared. A `TaskFlag`: one atomic load per read while nobody binds it.
+    package static let referenceSwitch = TaskFlag()
+    package static var referenceOnly: Bool { referenceSwitch.value }
+    /// The parser `referenceSwitch` selects; nil until a test installs one (then `parse` ignores the switch).
+    package static let referenceParser = Locked<(@Sendable (UnsafeRawBufferPointer) throws(JSONValue.ParseError) -> JSONValue)?>(nil)
 
     /// Parses one JSON text into a `JSONValue`.
-    /// - Throws: `JSONValue.ParseError` when the text is not JSON (Foundation's reason and position).
+    /// - Throws: `JSONValue.ParseError` when the text is not JSON (its reason and byte offset), or nests
+    ///   deeper than `maxDepth`.
     public static func parse(_ bytes: UnsafeRawBufferPointer) throws(JSONValue.ParseError) -> JSONValue {
-        if !foundationOnly, let value = parseWithLibrary(bytes) { return value }
-        return try JSONValue.parseWithFoundation(Data(bytes))
+        if referenceOnly, let reference = referenceParser.withLock({ $0 }) { return try reference(bytes) }
+        if let value = parseWithLibrary(bytes) { return value }
+        return try parseDeclined(bytes)
     }
 
-    /// The value when simdjson reads the text and nothing in it is declined (a number other than a plain
-    /// integer is still read alone by Foundation); nil when the text is declined.
+    /// `parse` for a text simdjson refused or in which a number was declined (the cold path): one UTF-8
+    /// byte-order mark before the text skipped, the nesting bound, a second read with unpaired surrogate
+    /// escapes repaired, then the error.
+    static func parseDeclined(_ bytes: UnsafeRawBufferPointer) throws(JSONValue.ParseError) -> JSONValue {
+        var bytes = bytes
+        var skipped = 0
+        if bytes.starts(with: [0xEF, 0xBB, 0xBF]) {
+            bytes = UnsafeRawBufferPointer(rebasing: bytes[3...])
+            skipped = 3
+            if let value = parseWithLibrary(bytes) { return value }
+        }
+        if JSONNesting.exceeds(maxDepth, bytes) { throw JSONValue.ParseError(message: JSONNesting.rule) }
+        var text = [UInt8](bytes)
+        if JSONSurrogateRepair.repair(&text), let value = text.withUnsafeBytes({ parseWithLibrary($0) }) { return value }
+        // The repair keeps every byte offset, so the error is true of the text as written.
+        throw text.withUnsafeBytes { explain($0, skipped: skipped) }
+    }
+
+    /// Why simdjson (or a number rule) refused `bytes`, from jansson: the reason without any of the text,
+    /// and the byte offset of the token where it breaks (counting the `skipped` bytes before `bytes`).
+    static func explain(_ bytes: UnsafeRawBufferPointer, skipped: Int = 0) -> JSONValue.ParseError {
+        var reason = [CChar](repeating: 0, count: 200)
+        var offset = 0
+        let kind = ccsd_json_explain(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, &reason, reason.count, &offset)
+        let words = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        switch kind {
+        case 1:
+            let end = skipped + bytes.count
+            return JSONValue.ParseError(message: "not valid JSON: the text ends at byte \(end), before its JSON value is complete",
+                                        offset: end, endsEarly: true)
+        case -1:
+            // jansson reads a text simdjson refused: simdjson's own reason, with no offset.
+            return JSONValue.ParseError(message: "not valid JSON as ccsd reads it: " + libraryRefusal(bytes))
+        default:
+            if let comma = trailingComma(before: offset, in: bytes) {
+                return JSONValue.ParseError(message: "not valid JSON: a trailing comma at byte \(skipped + comma)", offset: skipped + comma)
+            }
+            return JSONValue.ParseError(message: "not valid JSON: \(words) at byte \(skipped + offset)", offset: skipped + offset)
+        }
+    }
+
+    /// The offset of the comma just before `offset` (whitespace between), when the byte at `offset` closes
+    /// an array or object: RFC 8259 §4–5 allow a comma only between members or elements.
+    static func trailingComma(before offset: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
+        guard offset < bytes.count, bytes[offset] == UInt8(ascii: "]") || bytes[offset] == UInt8(ascii: "}") else { return nil }
+        var index = offset - 1
+        while index >= 0, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index -= 1 }
+        return index >= 0 && bytes[index] == UInt8(ascii: ",") ? index : nil
+    }
+
+    /// simdjson's reason for refusing `bytes` (when jansson reads them, which only a limit of simdjson's causes).
+    static func libraryRefusal(_ bytes: UnsafeRawBufferPointer) -> String {
+        guard let parser = ccsd_json_parser_new(maxDepth) else { return "out of memory" }
+        defer { ccsd_json_parser_free(parser) }
+        var tokens: UnsafePointer<ccsd_json_token>?
+        var count = 0
+        let status = ccsd_json_parse(parser, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, &tokens, &count)
+        return status == 0 ? "a number in it is declined" : String(cString: ccsd_json_error_message(status))
+    }
+
+    /// The value when simdjson reads the text and every number in it is kept (`JSONValue.init?(numberText:)`);
+    /// nil when the text is declined.
     static func parseWithLibrary(_ bytes: UnsafeRawBufferPointer) -> JSONValue? {
         withTokens(bytes) { tokens in
             var index = 0
@@ -42,17 +107,18 @@ public enum JSONFrontDoor {
     }
 
     /// Reads the top-level object of `text` without building it: `read` gets a view that builds only the
-    /// members it is asked for (every value is still checked as `parse` checks it). nil (and `read` is not called) when the text is declined (see the type's
-    /// notes), is not an object, or has a top-level key that is not ASCII: then `parse` gives the answer.
+    /// members it is asked for (every value is still checked as `parse` checks it). nil (and `read` is not
+    /// called) when simdjson refuses the text, a number in it is declined, it is not an object, or a top-level
+    /// key is not ASCII or is repeated: then `parse` gives the answer.
     public static func withObject<Result>(_ text: String, _ read: (borrowing ObjectView) -> Result?) -> Result? {
-        guard !foundationOnly else { return nil }
+        guard !referenceOnly else { return nil }
         var text = text
         return text.withUTF8 { utf8 in withObject(utf8: UnsafeRawBufferPointer(utf8), read) }
     }
 
     /// `withObject(_:_:)` over UTF-8 bytes (valid only during the call; bytes that are not UTF-8 are declined).
     public static func withObject<Result>(utf8 bytes: UnsafeRawBufferPointer, _ read: (borrowing ObjectView) -> Result?) -> Result? {
-        guard !foundationOnly else { return nil }
+        guard !referenceOnly else { return nil }
         return withTokens(bytes) { tokens -> Result? in
             guard let first = tokens.first, first.kind == UInt8(CCSD_JSON_OBJECT.rawValue) else { return nil }
             // The key list in temporary storage (on the stack for a small object): at most one key per two tokens.
@@ -90,7 +156,7 @@ public enum JSONFrontDoor {
                 count += 1
                 index = JSONFrontDoor.next(tokens, after: index + 1)
             }
-            // Numbers are the one token simdjson passes unchecked: a text Foundation would refuse for one is declined.
+            // Numbers are the one token simdjson passes unchecked: a text with one `parse` refuses is declined.
             for token in tokens where token.kind == UInt8(CCSD_JSON_NUMBER.rawValue) {
                 guard JSONFrontDoor.number(token) != nil else { return nil }
             }
@@ -208,7 +274,8 @@ public enum JSONFrontDoor {
             while index < Int(token.end) {
                 let key = text(tokens[index])
                 index += 1
-                guard let value = build(tokens, &index), object.updateValue(value, forKey: key) == nil else { return nil }
+                guard let value = build(tokens, &index) else { return nil }
+                object[key] = value  // a repeated key keeps its last value
             }
             return .object(object)
         case CCSD_JSON_ARRAY.rawValue:
@@ -233,14 +300,11 @@ public enum JSONFrontDoor {
         }
     }
 
-    /// A plain integer (`0`, `-?[1-9][0-9]{0,17}`) as `.int`; any other number text read alone by Foundation,
-    /// as the whole text would have been; nil when Foundation refuses it (the whole text is then declined).
+    /// A plain integer (`0`, `-?[1-9][0-9]{0,17}`) as `.int` at once; any other number text by
+    /// `JSONValue.init?(numberText:)`; nil when that refuses it (not a number, or beyond a 64-bit float).
     fileprivate static func number(_ token: ccsd_json_token) -> JSONValue? {
         if let value = plainInteger(token) { return .int(value) }
-        let bytes = UnsafeRawBufferPointer(start: token.text, count: Int(token.length))
-        guard let object = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed]),
-              !(object is String), !(object is NSNull) else { return nil }
-        return JSONValue(foundation: object)
+        return JSONValue(numberText: text(token))
     }
 
     /// The value of a number token that is a plain integer (`0`, `-?[1-9][0-9]{0,17}`), which `number`

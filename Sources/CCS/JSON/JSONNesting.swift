@@ -1,9 +1,9 @@
 /// The nesting bound on every JSON text ccsd reads (ccs-protocol.md §2–3: CCS payloads nest 3 deep).
 ///
-/// Foundation's `JSONSerialization` and the conversion of its result recurse once per level, and their cost
-/// grows faster than the text with its depth; a text of 1 MiB of `[` would take minutes of CPU (and stack).
-/// So a text that nests objects and arrays deeper than `maxDepth` is refused before it reaches Foundation,
-/// by one linear pass over its bytes.
+/// Building a `JSONValue` recurses once per level, and the parsers ccsd has used (Foundation's
+/// `JSONSerialization` took minutes of CPU for 1 MiB of `[`) cost more than the text with its depth. So a text
+/// that nests objects and arrays deeper than `maxDepth` is refused, by simdjson as it walks and, for a text it
+/// refuses, by one linear pass over its bytes before anything else reads it.
 public enum JSONNesting {
     /// The deepest nesting of objects and arrays ccsd reads: `JSONFrontDoor.maxDepth` (64). `{}` nests 1 deep,
     /// `{"a":[1]}` 2 deep.

@@ -1,6 +1,6 @@
 import FoundationEssentials
 
-/// Rewrites unpaired UTF-16 surrogate escapes in JSON text to `\uFFFD`, so that Foundation, which refuses
+/// Rewrites unpaired UTF-16 surrogate escapes in JSON text to `\uFFFD`, so that simdjson, which refuses
 /// them, reads them as U+FFFD (the replacement character, as any UTF-16 decoder does; RFC 8259 §8.2 leaves
 /// their meaning open).
 ///
@@ -8,7 +8,7 @@ import FoundationEssentials
 /// inside a string), so `\\ud83d` (an escaped backslash, then the text `ud83d`) is left alone. A high
 /// surrogate escape (`\uD800`–`\uDBFF`) followed at once by a low one (`\uDC00`–`\uDFFF`) is a pair and is
 /// kept; any other surrogate escape is replaced. The replacement has the same length (6 bytes), so byte
-/// positions in Foundation's error messages stay true. Used only after a first parse failed.
+/// positions in error messages stay true. Used only after a first parse failed.
 public enum JSONSurrogateRepair {
     /// The repaired text, or nil when `data` has no unpaired surrogate escape (nothing to repair).
     public static func repaired(_ data: Data) -> Data? {

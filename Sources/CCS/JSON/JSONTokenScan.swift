@@ -1,14 +1,14 @@
-import Foundation
+import FoundationEssentials
 
-/// Finds scalar tokens of a JSON text as written, with the object keys that lead to them: for what
-/// Foundation cannot tell (the written form of `2419201.0`), and for what it refuses (a number no Double
-/// holds, like `1e400`; a text that is not JSON at all, from which a message_id is still wanted).
+/// Finds scalar tokens of a JSON text as written, with the object keys that lead to them: for what a parsed
+/// value cannot tell (the written form of `2419201.0`), and for what `JSONValue.parse` refuses (a number no
+/// Double holds, like `1e400`; a text that is not JSON at all, from which a message_id is still wanted).
 ///
 /// A lexical scan, not a parser: it tracks `{`/`[` nesting, string literals (with their escapes) and the
 /// key before each `:`. On valid JSON it is exact; on broken JSON it is best effort, and it never throws.
-/// Limits: a key is compared after Foundation decodes it (escapes included), but a key repeated in one
+/// Limits: a key is compared after it is decoded (escapes included), but a key repeated in one
 /// object yields a token per occurrence (first one wins in `firstToken`), and a text broken before a token
-/// may give that token a wrong path. Nothing here decides whether a text is valid: Foundation does.
+/// may give that token a wrong path. Nothing here decides whether a text is valid: `JSONValue.parse` does.
 public struct JSONTokenScan {
     /// One scalar as written.
     public struct Token: Sendable, Equatable {
@@ -126,16 +126,15 @@ public struct JSONTokenScan {
         return found
     }
 
-    /// A top-level string member, decoded by Foundation (lone surrogates as U+FFFD); nil when absent, not a
-    /// string, or not decodable. For recovering `message_id` and `from` from a text Foundation refuses.
+    /// A top-level string member, decoded as `JSONValue.parse` decodes strings (lone surrogates as U+FFFD); nil
+    /// when absent, not a string, or not decodable. For recovering `message_id` and `from` from a refused text.
     public static func topLevelString(_ key: String, in bytes: [UInt8]) -> String? {
         guard let token = firstToken(at: [key], in: bytes), token.kind == .string else { return nil }
         return decodeString(bytes[token.range])
     }
 
     /// The JSON string literal of top-level member `key` exactly as written (quotes and escapes included),
-    /// when it holds an unpaired UTF-16 surrogate escape: Foundation reads those as U+FFFD (after
-    /// `JSONSurrogateRepair`), so distinct literals (`"s-\ud800"`, `"s-\udfff"`) decode to one text and only
+    /// when it holds an unpaired UTF-16 surrogate escape: ccsd reads those as U+FFFD (`JSONSurrogateRepair`), so distinct literals (`"s-\ud800"`, `"s-\udfff"`) decode to one text and only
     /// the literal tells them apart. nil when the member is absent, not a string, or has no such escape.
     public static func unpairedSurrogateLiteral(_ key: String, in bytes: [UInt8]) -> String? {
         guard let token = firstToken(at: [key], in: bytes), token.kind == .string,
@@ -143,7 +142,7 @@ public struct JSONTokenScan {
         return token.text
     }
 
-    /// Number tokens that no Double can hold (`1e400`, `-2e308`): Foundation refuses the whole text for one.
+    /// Number tokens that no Double can hold (`1e400`, `-2e308`): `JSONValue.parse` refuses the whole text for one.
     public static func unrepresentableNumbers(in bytes: [UInt8]) -> [Token] {
         var found: [Token] = []
         scan(bytes) { token in
@@ -195,20 +194,17 @@ public struct JSONTokenScan {
         }
     }
 
-    /// A string literal (quotes included) decoded by Foundation as a JSON fragment.
+    /// A string literal (quotes included) decoded as a JSON text of its own.
     private static func decodeString(_ literal: ArraySlice<UInt8>) -> String? {
-        var bytes = Array(literal)
-        if !bytes.contains(UInt8(ascii: "\\")), bytes.count >= 2, bytes.last == UInt8(ascii: "\"") {
-            return String(decoding: bytes.dropFirst().dropLast(), as: UTF8.self)  // the common case: no escapes
+        if !literal.contains(UInt8(ascii: "\\")), literal.count >= 2, literal.last == UInt8(ascii: "\"") {
+            return String(decoding: literal.dropFirst().dropLast(), as: UTF8.self)  // the common case: no escapes
         }
-        _ = JSONSurrogateRepair.repair(&bytes)
-        let value = try? JSONSerialization.jsonObject(with: Data(bytes), options: [.fragmentsAllowed])
-        return value as? String
+        return literal.withUnsafeBytes { try? JSONFrontDoor.parse($0) }?.stringValue
     }
 }
 
 extension JSONValue {
-    /// Parses like `parse(_:)`, but a number no Double holds (`1e400`), which makes Foundation refuse the whole
+    /// Parses like `parse(_:)`, but a number no Double holds (`1e400`), which makes `parse` refuse the whole
     /// text, reads as `null` and is returned in `replaced` (its path and written form), so the caller can say
     /// which field failed. For the second try after `parse(_:)` failed.
     /// - Throws: `ParseError` when the text is not JSON for another reason too.

@@ -1,5 +1,3 @@
-import Foundation
-
 /// The message_id of an upstream message or receipt as ccsd deduplicates and ACKs it (ccs-protocol.md §3).
 ///
 /// JSON lets a server write a message_id with unpaired UTF-16 surrogate escapes (`"s-\ud800"`), which no
@@ -33,7 +31,7 @@ public struct UpstreamMessageID: Sendable, Hashable, CustomStringConvertible, Ex
     public var description: String { text }
 
     /// The `message_id` value for an ACK's JSON: `literal` verbatim when it is a well-formed JSON string
-    /// literal (checked: Foundation reads it as one string once its lone surrogates are repaired), else
+    /// literal (checked: `JSONValue.parse` reads it as one string, its lone surrogates as U+FFFD), else
     /// `text` written as a JSON string.
     public func jsonValueText() -> String {
         if let literal, Self.isStringLiteral(literal) { return literal }
@@ -43,10 +41,7 @@ public struct UpstreamMessageID: Sendable, Hashable, CustomStringConvertible, Ex
     }
 
     static func isStringLiteral(_ literal: String) -> Bool {
-        let bytes = Array(literal.utf8)
-        guard bytes.count >= 2, bytes.first == UInt8(ascii: "\""), bytes.last == UInt8(ascii: "\"") else { return false }
-        let data = Data(bytes)
-        let repaired = JSONSurrogateRepair.repaired(data) ?? data
-        return (try? JSONSerialization.jsonObject(with: repaired, options: [.fragmentsAllowed])) is String
+        guard literal.utf8.count >= 2, literal.utf8.first == UInt8(ascii: "\""), literal.utf8.last == UInt8(ascii: "\"") else { return false }
+        return (try? JSONValue.parse(literal))?.stringValue != nil
     }
 }

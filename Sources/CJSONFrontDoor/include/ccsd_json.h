@@ -35,11 +35,22 @@ typedef struct ccsd_json_parser ccsd_json_parser;
 ccsd_json_parser *ccsd_json_parser_new(size_t max_depth);
 void ccsd_json_parser_free(ccsd_json_parser *parser);
 
-/// Parses one JSON text whose top-level value is an object or array, into tokens.
-/// Returns 0 and sets `tokens`/`count` on success; otherwise a nonzero simdjson error code (or -1 for a
-/// top-level scalar, -2 for trailing content), and the caller decides what the text is by other means.
+/// Parses one JSON text into tokens (any top-level value; a top-level number is the whole text less its
+/// whitespace, unchecked like any number token). Returns 0 and sets `tokens`/`count` on success; otherwise a
+/// nonzero simdjson error code (-2 for content after the value, -3 out of memory): see ccsd_json_error_message.
 int ccsd_json_parse(ccsd_json_parser *parser, const char *bytes, size_t length,
                     const ccsd_json_token **tokens, size_t *count);
+
+/// simdjson's text for a nonzero code of ccsd_json_parse (static storage).
+const char *ccsd_json_error_message(int code);
+
+/// Why `bytes` is not JSON (RFC 8259), in the words of Debian's jansson: for texts simdjson refused, so that the
+/// error names the rule and where the text breaks. Writes jansson's reason without the token it quotes (no
+/// part of the text is repeated: it may hold a secret), NUL-terminated and cut to `reason_size`, and the byte
+/// offset of the offending token (for a text cut short, its length) to `offset`. Returns 1 when the text
+/// ends before its value is complete, 2 for a number beyond a 64-bit float, 0 for any other error, and -1
+/// when jansson reads the text after all.
+int ccsd_json_explain(const char *bytes, size_t length, char *reason, size_t reason_size, size_t *offset);
 
 #ifdef __cplusplus
 }

@@ -247,7 +247,7 @@ extension Configuration {
             do {
                 parsed = try JSONValue.parse(fileContents)
             } catch {
-                // A number no Double holds (`1e400`) makes the whole text unreadable to Foundation: read it as
+                // A number no Double holds (`1e400`) makes the whole text unreadable: read it as
                 // null instead, so that its key and rule are named with every other problem of the file.
                 let lenient = try JSONValue.parseReplacingUnrepresentableNumbers(fileContents)
                 guard !lenient.replaced.isEmpty else { throw error }
@@ -259,9 +259,9 @@ extension Configuration {
             }
             object = parsed
         } catch {
-            // Foundation's reason and position, never the text itself: a server key pasted into the file must
+            // The reason and position, never the text itself: a server key pasted into the file must
             // not reach the terminal.
-            return [ConfigurationError(field: path, rule: Self.withPosition(error.message, in: fileContents))]
+            return [ConfigurationError(field: path, rule: Self.withPosition(error, in: fileContents))]
         }
         JSONTokenScan.scan([UInt8](fileContents)) { token in
             if token.kind == .number, token.path.count == 1, let key = token.path[0], written[key] == nil {
@@ -299,24 +299,14 @@ extension Configuration {
         return problems + validationProblems(skipping: invalid)
     }
 
-    /// Foundation's reason with where the text breaks: "around character 12." gains the line and column
-    /// ("(line 2, column 5)"), and a reason with no position (a text cut short: "Unexpected end of file during
-    /// JSON parse.") gains the end of the text ("at line 3, column 1, byte 40: the file ends there").
-    static func withPosition(_ message: String, in text: Data) -> String {
-        func lineAndColumn(_ offset: Int) -> String {
-            let before = text.prefix(max(0, min(offset, text.count)))
-            let line = before.reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
-            let column = before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 - before.startIndex + 1 } ?? 0) + 1
-            return "line \(line), column \(column)"
-        }
-        if let range = message.firstRange(of: "around character "),
-           let offset = Int(message[range.upperBound...].prefix(while: \.isNumber)) {
-            return message + " (\(lineAndColumn(offset)))"
-        }
-        if message.contains("end of file") {
-            return message + " The text ends at \(lineAndColumn(text.count)), byte \(text.count)."
-        }
-        return message
+    /// The parse error's message with where the text breaks (or ends, for a text cut short) as a line and
+    /// column: "at byte 12" gains "(line 2, column 5)".
+    static func withPosition(_ error: JSONValue.ParseError, in text: Data) -> String {
+        guard let offset = error.offset else { return error.message }
+        let before = text.prefix(max(0, min(offset, text.count)))
+        let line = before.reduce(1) { $1 == UInt8(ascii: "\n") ? $0 + 1 : $0 }
+        let column = before.count - (before.lastIndex(of: UInt8(ascii: "\n")).map { $0 - before.startIndex + 1 } ?? 0) + 1
+        return error.message + " (line \(line), column \(column))"
     }
 
     /// Written text for an error message, shortened past 60 characters.

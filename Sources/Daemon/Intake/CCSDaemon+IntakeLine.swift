@@ -13,7 +13,7 @@ extension CCSDaemon.IntakeItem {
         case .success(let message):
             return .message(message, line: line)
         case .failure(let error):
-            // A text Foundation refuses may still carry a readable message_id (found lexically).
+            // A text that is not JSON may still carry a readable message_id (found lexically).
             let data = Data(bytes)
             let value = try? JSONValue.parse(data)
             let messageID = value?["message_id"]?.stringValue ?? value?["message"]?["message_id"]?.stringValue

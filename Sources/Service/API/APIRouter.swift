@@ -259,7 +259,7 @@ public final class APIRouter: @unchecked Sendable {
         }
         if !jsonLines {
             if bytes[first] == UInt8(ascii: "[") {
-                // Counted before parsing: Foundation's objects for 100k small messages take hundreds of MB.
+                // Counted before parsing: the values of 100k small messages would take hundreds of MB.
                 switch JSONArrayElements.scan(bytes, openingAt: first, atMost: maxMessages) {
                 case .moreThan:
                     return .failure(.tooManyMessages(maxMessages))
