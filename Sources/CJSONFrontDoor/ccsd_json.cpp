@@ -58,30 +58,15 @@ error_code walk_array(ccsd_json_parser *p, ondemand::array array, size_t depth) 
     return SUCCESS;
 }
 
-error_code walk(ccsd_json_parser *p, ondemand::value value, size_t depth) {
-    ondemand::json_type type;
-    if (auto error = value.type().get(type)) { return error; }
+// A string, true, false or null: of a value, or of a document whose top level it is (a top-level number is
+// read by the caller, as simdjson does not move past a number it has not converted).
+template <typename Value>
+error_code walk_scalar(ccsd_json_parser *p, Value &value, ondemand::json_type type) {
     switch (type) {
-    case ondemand::json_type::object: {
-        ondemand::object object;
-        if (auto error = value.get_object().get(object)) { return error; }
-        return walk_object(p, object, depth + 1);
-    }
-    case ondemand::json_type::array: {
-        ondemand::array array;
-        if (auto error = value.get_array().get(array)) { return error; }
-        return walk_array(p, array, depth + 1);
-    }
     case ondemand::json_type::string: {
         std::string_view text;
         if (auto error = value.get_string().get(text)) { return error; }
         push(p, CCSD_JSON_STRING, text);
-        return SUCCESS;
-    }
-    case ondemand::json_type::number: {
-        std::string_view text = value.raw_json_token();
-        while (!text.empty() && is_space(text.back())) { text.remove_suffix(1); }
-        push(p, CCSD_JSON_NUMBER, text);
         return SUCCESS;
     }
     case ondemand::json_type::boolean: {
@@ -97,34 +82,33 @@ error_code walk(ccsd_json_parser *p, ondemand::value value, size_t depth) {
         push(p, CCSD_JSON_NULL, std::string_view());
         return SUCCESS;
     }
+    default:
+        return INCORRECT_TYPE;
     }
-    return INCORRECT_TYPE;
 }
 
-// A top-level string, true, false or null (a top-level number is read by the caller).
-error_code walk_scalar(ccsd_json_parser *p, ondemand::document &document, ondemand::json_type type) {
+error_code walk(ccsd_json_parser *p, ondemand::value value, size_t depth) {
+    ondemand::json_type type;
+    if (auto error = value.type().get(type)) { return error; }
     switch (type) {
-    case ondemand::json_type::string: {
-        std::string_view text;
-        if (auto error = document.get_string().get(text)) { return error; }
-        push(p, CCSD_JSON_STRING, text);
-        return SUCCESS;
+    case ondemand::json_type::object: {
+        ondemand::object object;
+        if (auto error = value.get_object().get(object)) { return error; }
+        return walk_object(p, object, depth + 1);
     }
-    case ondemand::json_type::boolean: {
-        bool flag;
-        if (auto error = document.get_bool().get(flag)) { return error; }
-        push(p, flag ? CCSD_JSON_TRUE : CCSD_JSON_FALSE, std::string_view());
-        return SUCCESS;
+    case ondemand::json_type::array: {
+        ondemand::array array;
+        if (auto error = value.get_array().get(array)) { return error; }
+        return walk_array(p, array, depth + 1);
     }
-    case ondemand::json_type::null: {
-        bool null;
-        if (auto error = document.is_null().get(null)) { return error; }
-        if (!null) { return N_ATOM_ERROR; }
-        push(p, CCSD_JSON_NULL, std::string_view());
+    case ondemand::json_type::number: {
+        std::string_view text = value.raw_json_token();
+        while (!text.empty() && is_space(text.back())) { text.remove_suffix(1); }
+        push(p, CCSD_JSON_NUMBER, text);
         return SUCCESS;
     }
     default:
-        return INCORRECT_TYPE;
+        return walk_scalar(p, value, type);
     }
 }
 
