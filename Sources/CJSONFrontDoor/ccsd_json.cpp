@@ -172,21 +172,64 @@ extern "C" const char *ccsd_json_error_message(int code) {
     return error_message(static_cast<error_code>(code));
 }
 
-extern "C" int ccsd_json_explain(const char *bytes, size_t length, char *reason, size_t reason_size, size_t *offset) {
+namespace {
+
+// A byte of a literal or number as jansson lexes one (`true`, `-1.5e+3`, and the garbage `truex`, `12xx`).
+bool is_token_byte(char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '+' || c == '-' || c == '.';
+}
+
+// The start of the token that ends just before `end`, when jansson did not quote it (it quotes at most 20
+// bytes): a string back to its opening quote (the first `"` before it that no backslash escapes), a literal
+// or number back over its bytes; any other byte (one jansson could not decode) is its own start.
+size_t token_start(const char *bytes, size_t end) {
+    if (end == 0) { return 0; }
+    size_t index = end - 1;
+    if (bytes[index] == '"') {
+        while (index > 0) {
+            index -= 1;
+            if (bytes[index] != '"') { continue; }
+            size_t backslashes = 0;
+            while (backslashes < index && bytes[index - 1 - backslashes] == '\\') { backslashes += 1; }
+            if (backslashes % 2 == 0) { return index; }
+        }
+        return 0;
+    }
+    if (!is_token_byte(bytes[index])) { return index; }
+    while (index > 0 && is_token_byte(bytes[index - 1])) { index -= 1; }
+    return index;
+}
+
+}  // namespace
+
+extern "C" int ccsd_json_explain(const char *bytes, size_t length, char *reason, size_t reason_size,
+                                 size_t *offset, size_t *end) {
     json_error_t error;
     // Integers as reals: jansson refuses an integer beyond 64 bits, which ccsd reads (as its text).
     json_t *value = json_loadb(bytes, length, JSON_DECODE_ANY | JSON_ALLOW_NUL | JSON_DECODE_INT_AS_REAL, &error);
     if (value != nullptr) {
         json_decref(value);
+        // jansson's lexer takes a NUL byte outside a string for the end of the text, and reads what comes
+        // before it: that NUL is what simdjson refused.
+        if (const void *nul = std::memchr(bytes, 0, length)) {
+            std::strncpy(reason, "a NUL byte outside a string", reason_size - 1);
+            reason[reason_size - 1] = '\0';
+            *offset = static_cast<size_t>(static_cast<const char *>(nul) - bytes);
+            *end = *offset + 1;
+            return 0;
+        }
         return -1;
     }
     size_t position = error.position < 0 ? 0 : static_cast<size_t>(error.position);
-    // jansson's lexer takes a NUL byte outside a string for the end of the text: the offset is the NUL's.
+    *end = position;
+    // A NUL byte outside a string: the offset is the NUL's.
     bool at_nul = position > 0 && position <= length && bytes[position - 1] == '\0';
     bool ends_early = json_error_code(&error) == json_error_premature_end_of_input && position >= length && !at_nul;
-    // jansson ends its reason with " near '<the token as read>'" (or " near end of file"): the token is
-    // cut off, so that no part of the text (a key, a token) is quoted, and the offset moved to its start.
-    if (char *near = std::strstr(error.text, " near ")) {
+    // jansson ends its reason with " near '<the token as read>'" (or " near end of file"), or, for a token
+    // longer than 20 bytes, with nothing: the token is cut off, so that no part of the text (a key, a token)
+    // is quoted, and the offset moved to its start.
+    char *near = std::strstr(error.text, " near ");
+    if (near != nullptr) {
         const char *token = near + 6;
         size_t token_length = std::strlen(token);
         if (token_length >= 2 && token[0] == '\'' && token[token_length - 1] == '\'' && token_length - 2 <= position) {
@@ -195,6 +238,8 @@ extern "C" int ccsd_json_explain(const char *bytes, size_t length, char *reason,
             position -= 1;
         }
         *near = '\0';
+    } else if (position <= length) {
+        position = token_start(bytes, position);
     }
     if (reason_size > 0) {
         std::strncpy(reason, error.text, reason_size - 1);
@@ -204,6 +249,7 @@ extern "C" int ccsd_json_explain(const char *bytes, size_t length, char *reason,
     switch (json_error_code(&error)) {
     case json_error_premature_end_of_input: return ends_early ? 1 : 0;
     case json_error_numeric_overflow: return 2;
+    case json_error_invalid_utf8: return 3;
     default: return 0;
     }
 }

@@ -120,3 +120,72 @@ extension JSONDoorRulesTests {
         #expect(Self.error("{\"a\":\0") == JSONValue.ParseError(message: "not valid JSON: invalid token at byte 5", offset: 5))
     }
 }
+
+/// What an independent attack on the door found: offsets past long tokens, a number ccsd reads blamed for
+/// an error elsewhere, a NUL byte after a value, texts cut inside a token, brackets that do not match.
+extension JSONDoorRulesTests {
+    static let longToken = String(repeating: "A", count: 90)
+
+    static func rejection(_ line: Data) -> ValidationError? {
+        if case .failure(let error) = DownstreamIntake.parse(line: line, now: Date()) { return error }
+        return nil
+    }
+
+    @Test func theOffsetIsTheStartOfATokenLongerThanJanssonQuotes() {
+        #expect(Self.error(#"{"to" "\#(Self.longToken)", "message_id": "m-1"}"#)?.offset == 6)
+        #expect(Self.error(#"{"to": "m", "message_id" "\#(Self.longToken)"}"#)?.offset == 25)
+        let literal = #"{"dry_run": t\#(String(repeating: "r", count: 40))ue}"#
+        #expect(Self.error(literal)?.offset == 12)
+        // An escaped quote inside the long string does not end it early.
+        #expect(Self.error(#"{"to" "\#(Self.longToken)\"\#(Self.longToken)"}"#)?.offset == 6)
+        // The key's field is named by intake.
+        let line = Data(#"{"to":"x","data":{"k":"v"},"dry_run": t\#(String(repeating: "r", count: 40))ue}"#.utf8)
+        #expect(Self.rejection(line)?.field == "dry_run")
+    }
+
+    @Test func anIntegerBeyondADoubleIsNotBlamedForAnErrorElsewhere() throws {
+        let text = #"{"a": 1\#(String(repeating: "0", count: 400)), "b": tru}"#
+        let error = try #require(Self.error(text))
+        #expect(error == JSONValue.ParseError(message: "not valid JSON: invalid token at byte 414", offset: 414))
+        let intake = try #require(Self.rejection(Data(text.utf8)))
+        #expect(intake.field == "b")
+        // A number ccsd refuses is named, and once it is set aside, the error past it.
+        let both = try #require(Self.rejection(Data(#"{"to":"x","a": 1e400, "b": tru}"#.utf8)))
+        #expect(both.field == "b" && both.rule == "the line is not valid JSON: invalid token at byte 27", "\(both)")
+    }
+
+    @Test func aNulByteAfterAValueIsNamedAtItsPlace() {
+        #expect(Self.error("[true\0]") == JSONValue.ParseError(message: "not valid JSON: a NUL byte outside a string at byte 5", offset: 5))
+        #expect(Self.error("1\0") == JSONValue.ParseError(message: "not valid JSON: a NUL byte outside a string at byte 1", offset: 1))
+        #expect(Self.error(#"{"ttl": 5"# + "\0}")?.offset == 9)
+    }
+
+    @Test(arguments: [#"{"to": "x", "n": t"#, #"{"n": fals"#, "[nul", #"{"n": 1."#, "[-", #"[1e+"#, #"{"a": "b\"#, #"["\u00"#,
+                      #"["\u"#, #"{"a": "\\\"#])
+    func aTextCutInsideATokenEndsEarly(text: String) {
+        #expect(Self.error(text)?.endsEarly == true, "\(text): \(String(describing: Self.error(text)))")
+    }
+
+    @Test func aTextCutInsideACharacterEndsEarly() {
+        let cases: [([UInt8], Bool)] = [([0xC3], true), ([0xE2, 0x82], true), ([0xF0, 0x9F, 0x98], true), ([0xC3, 0x78], false), ([0xFF], false)]
+        for (bytes, cut) in cases {
+            do throws(JSONValue.ParseError) {
+                _ = try JSONValue.parse(Data(Array(#"{"a": "caf"#.utf8) + bytes))
+                Issue.record("\(bytes) read")
+            } catch {
+                #expect(error.endsEarly == cut, "\(bytes): \(error)")
+            }
+        }
+    }
+
+    @Test(arguments: [#"{"n": tx"#, #"{"n": 1x"#, #"["\q"#, #"{"n": x"#])
+    func aBrokenTokenAtTheEndIsNotACut(text: String) {
+        #expect(Self.error(text)?.endsEarly == false, "\(text): \(String(describing: Self.error(text)))")
+    }
+
+    @Test func aCommaBeforeTheWrongBracketIsNotATrailingComma() {
+        #expect(Self.error("[1, }")?.message.contains("trailing comma") == false)
+        #expect(Self.error(#"{"a": 1, ]"#)?.message.contains("trailing comma") == false)
+        #expect(Self.error(#"{"a": [1, "]"], }"#) == JSONValue.ParseError(message: "not valid JSON: a trailing comma at byte 14", offset: 14))
+    }
+}

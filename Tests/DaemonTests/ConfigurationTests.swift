@@ -106,6 +106,9 @@ import XMPP
         // RFC 8259 has no trailing commas (Foundation, which ccsd once parsed with, took them).
         (#"{"sender_id":"123","connections":2,}"#, "test.json", "not valid JSON: a trailing comma at byte 34 (line 1, column 35)"),
         ("{\"window\":5,\n\"state_dir\":[\"a\",\n]}", "test.json", "not valid JSON: a trailing comma at byte 29 (line 2, column 17)"),
+        // Past a number no Double holds (set aside to name its key) and past one ccsd reads, the place is true.
+        (#"{"sender_id": "123456789012", "connections": 1e400, "k": tru}"#, "test.json", "not valid JSON: invalid token at byte 57 (line 1, column 58)"),
+        (#"{"window": 1\#(String(repeating: "0", count: 400)), "k": tru}"#, "test.json", "not valid JSON: invalid token at byte 419 (line 1, column 420)"),
         // Numbers are quoted as written.
         (#"{"max_attempts":3.0}"#, "max_attempts", "must be an integer from 1 to 100, got 3.0"),
         (#"{"window":1E1}"#, "window", "must be an integer from 1 to 100, got 1E1"),

@@ -39,12 +39,17 @@ public enum DownstreamIntake {
         do {
             value = try JSONValue.parse(line)
         } catch {
-            if error.message != JSONNesting.rule,  // no second try: it is as deep
-               let lenient = try? JSONValue.parseReplacingUnrepresentableNumbers(line), !lenient.replaced.isEmpty {
+            guard error.message != JSONNesting.rule else { return .failure(notJSON(line, error)) }  // no second try: as deep
+            // A number no Double holds read as null (its field is named below); when the text is still refused,
+            // the error past such numbers (their replacement keeps every byte offset).
+            switch Result(catching: { () throws(JSONValue.ParseError) in try JSONValue.parseReplacingUnrepresentableNumbers(line) }) {
+            case .success(let lenient) where !lenient.replaced.isEmpty:
                 value = lenient.value
                 unrepresentable = lenient.replaced
-            } else {
+            case .success:
                 return .failure(notJSON(line, error))
+            case .failure(let lenientError):
+                return .failure(notJSON(line, lenientError))
             }
         }
         guard case .object(let object) = value else {

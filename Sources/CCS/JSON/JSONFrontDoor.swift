@@ -58,33 +58,92 @@ public enum JSONFrontDoor {
     /// Why simdjson (or a number rule) refused `bytes`, from jansson: the reason without any of the text,
     /// and the byte offset of the token where it breaks (counting the `skipped` bytes before `bytes`).
     static func explain(_ bytes: UnsafeRawBufferPointer, skipped: Int = 0) -> JSONValue.ParseError {
+        // jansson reads an integer as a double (it refuses one beyond 64 bits otherwise), and so overflows on
+        // one beyond a double, which ccsd reads as its text: such an integer is shown to it as `0`, padded.
+        var text = [UInt8](bytes)
+        let long = JSONTokenScan.numbers(in: text) { number in
+            !number.contains { "eE.".contains($0) } && JSONValue.isNumberText(number) && Double(number).map { !$0.isFinite } ?? false
+        }
+        if !long.isEmpty { text = JSONTokenScan.replacing(long, with: "0", in: text) }
         var reason = [CChar](repeating: 0, count: 200)
         var offset = 0
-        let kind = ccsd_json_explain(bytes.baseAddress?.assumingMemoryBound(to: CChar.self), bytes.count, &reason, reason.count, &offset)
+        var end = 0
+        let kind = text.withUnsafeBytes {
+            ccsd_json_explain($0.baseAddress?.assumingMemoryBound(to: CChar.self), $0.count, &reason, reason.count, &offset, &end)
+        }
         let words = String(decoding: reason.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        switch kind {
-        case 1:
+        if kind == 1 || (kind == 0 && end == bytes.count && offset < end && isCutShort(bytes[offset..<end]))
+            || (kind == 3 && end < bytes.count && isCutCharacter(bytes[end...])) {
             let end = skipped + bytes.count
             return JSONValue.ParseError(message: "not valid JSON: the text ends at byte \(end), before its JSON value is complete",
                                         offset: end, endsEarly: true)
-        case -1:
+        }
+        if kind == -1 {
             // jansson reads a text simdjson refused: simdjson's own reason, with no offset.
             return JSONValue.ParseError(message: "not valid JSON as ccsd reads it: " + libraryRefusal(bytes))
-        default:
-            if let comma = trailingComma(before: offset, in: bytes) {
-                return JSONValue.ParseError(message: "not valid JSON: a trailing comma at byte \(skipped + comma)", offset: skipped + comma)
-            }
-            return JSONValue.ParseError(message: "not valid JSON: \(words) at byte \(skipped + offset)", offset: skipped + offset)
         }
+        if let comma = trailingComma(before: offset, in: bytes) {
+            return JSONValue.ParseError(message: "not valid JSON: a trailing comma at byte \(skipped + comma)", offset: skipped + comma)
+        }
+        return JSONValue.ParseError(message: "not valid JSON: \(words) at byte \(skipped + offset)", offset: skipped + offset)
+    }
+
+    /// True when `token`, which runs to the end of the text, is the start of a token cut short: of a literal
+    /// (`tr`), of a number (`1.`, `-`, `1e+`), or of a string cut in an escape (`"a\`, `"\u00`).
+    static func isCutShort(_ token: Slice<UnsafeRawBufferPointer>) -> Bool {
+        let bytes = Array(token)
+        for literal in ["true", "false", "null"] where bytes.count < literal.utf8.count && literal.utf8.starts(with: bytes) {
+            return true
+        }
+        let numberBytes = Array("-+.eE".utf8)
+        if let last = bytes.last, numberBytes.contains(last),
+           bytes.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || numberBytes.contains($0) }) {
+            return true
+        }
+        guard bytes.first == UInt8(ascii: "\"") else { return false }
+        // An escape cut short: an odd run of backslashes at the end, or one before `u` and at most three hex digits.
+        var index = bytes.count
+        while index > 1, bytes.count - index < 3, isHexDigit(bytes[index - 1]) { index -= 1 }
+        if index > 1, bytes[index - 1] == UInt8(ascii: "u") { index -= 1 } else { index = bytes.count }
+        var backslashes = 0
+        while index - backslashes > 1, bytes[index - backslashes - 1] == UInt8(ascii: "\\") { backslashes += 1 }
+        return backslashes % 2 == 1
+    }
+
+    /// True when `tail`, the bytes from where jansson could not decode UTF-8 to the end of the text, is the start
+    /// of one character's UTF-8 bytes: a lead byte and fewer continuation bytes than it announces.
+    static func isCutCharacter(_ tail: Slice<UnsafeRawBufferPointer>) -> Bool {
+        guard let lead = tail.first, lead >= 0xC2, lead <= 0xF4 else { return false }
+        let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2
+        return tail.count < length && tail.dropFirst().allSatisfy { $0 & 0xC0 == 0x80 }
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
     }
 
     /// The offset of the comma just before `offset` (whitespace between), when the byte at `offset` closes
-    /// an array or object: RFC 8259 §4–5 allow a comma only between members or elements.
+    /// the array or object that comma is in: RFC 8259 §4–5 allow a comma only between members or elements.
     static func trailingComma(before offset: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
         guard offset < bytes.count, bytes[offset] == UInt8(ascii: "]") || bytes[offset] == UInt8(ascii: "}") else { return nil }
         var index = offset - 1
         while index >= 0, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index -= 1 }
-        return index >= 0 && bytes[index] == UInt8(ascii: ",") ? index : nil
+        guard index >= 0, bytes[index] == UInt8(ascii: ",") else { return nil }
+        // The innermost bracket open at the comma (a lexical pass: strings skipped by their quotes and escapes).
+        var open: [UInt8] = []
+        var at = 0
+        while at < index {
+            switch bytes[at] {
+            case UInt8(ascii: "["), UInt8(ascii: "{"): open.append(bytes[at])
+            case UInt8(ascii: "]"), UInt8(ascii: "}"): _ = open.popLast()
+            case UInt8(ascii: "\""):
+                at += 1
+                while at < index, bytes[at] != UInt8(ascii: "\"") { at += bytes[at] == UInt8(ascii: "\\") ? 2 : 1 }
+            default: break
+            }
+            at += 1
+        }
+        return open.last == (bytes[offset] == UInt8(ascii: "]") ? UInt8(ascii: "[") : UInt8(ascii: "{")) ? index : nil
     }
 
     /// simdjson's reason for refusing `bytes` (when jansson reads them, which only a limit of simdjson's causes).

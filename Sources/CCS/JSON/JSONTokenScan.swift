@@ -143,18 +143,24 @@ public struct JSONTokenScan {
     }
 
     /// Number tokens that no Double can hold (`1e400`, `-2e308`): `JSONValue.parse` refuses the whole text for one.
+    /// (An integer beyond a Double, `1` and 400 zeros, is read: as its text.)
     public static func unrepresentableNumbers(in bytes: [UInt8]) -> [Token] {
+        numbers(in: bytes) { JSONValue.isNumberText($0) && JSONValue(numberText: $0) == nil }
+    }
+
+    /// Number tokens whose text `isIncluded` accepts, in document order.
+    static func numbers(in bytes: [UInt8], where isIncluded: (String) -> Bool) -> [Token] {
         var found: [Token] = []
         scan(bytes) { token in
-            if token.kind == .number, JSONValue.isNumberText(token.text), let value = Double(token.text), !value.isFinite {
-                found.append(token)
-            }
+            if token.kind == .number, isIncluded(token.text) { found.append(token) }
             return true
         }
         return found
     }
 
-    /// `bytes` with each token's range replaced by `replacement` (ranges in document order, not overlapping).
+    /// `bytes` with each token's range replaced by `replacement`, followed by spaces to the token's length
+    /// when it is shorter, so that every byte offset stays true (ranges in document order, not overlapping;
+    /// a replacement longer than its token shifts what follows).
     public static func replacing(_ tokens: [Token], with replacement: String, in bytes: [UInt8]) -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
@@ -162,6 +168,7 @@ public struct JSONTokenScan {
         for token in tokens.sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) where token.range.lowerBound >= position {
             out.append(contentsOf: bytes[position..<token.range.lowerBound])
             out.append(contentsOf: replacement.utf8)
+            out.append(contentsOf: repeatElement(UInt8(ascii: " "), count: max(0, token.range.count - replacement.utf8.count)))
             position = token.range.upperBound
         }
         out.append(contentsOf: bytes[position...])

@@ -46,11 +46,13 @@ const char *ccsd_json_error_message(int code);
 
 /// Why `bytes` is not JSON (RFC 8259), in the words of Debian's jansson: for texts simdjson refused, so that the
 /// error names the rule and where the text breaks. Writes jansson's reason without the token it quotes (no
-/// part of the text is repeated: it may hold a secret), NUL-terminated and cut to `reason_size`, and the byte
-/// offset of the offending token (for a text cut short, its length) to `offset`. Returns 1 when the text
-/// ends before its value is complete, 2 for a number beyond a 64-bit float, 0 for any other error, and -1
-/// when jansson reads the text after all.
-int ccsd_json_explain(const char *bytes, size_t length, char *reason, size_t reason_size, size_t *offset);
+/// part of the text is repeated: it may hold a secret), NUL-terminated and cut to `reason_size`; the byte
+/// offset of the offending token's start (for a text cut short, its length) to `offset`; and the offset at
+/// which jansson stopped, just past that token, to `end`. A NUL byte outside a string, which jansson takes
+/// for the end of the text, is the offending token. Returns 1 when the text ends before its value is
+/// complete, 2 for a number beyond a 64-bit float, 3 for bytes that are not UTF-8 (at `end`), 0 for any
+/// other error, and -1 when jansson reads the text after all.
+int ccsd_json_explain(const char *bytes, size_t length, char *reason, size_t reason_size, size_t *offset, size_t *end);
 
 #ifdef __cplusplus
 }
