@@ -98,4 +98,11 @@ import Testing
         #expect(JSONArrayElements.scan(Array("[]".utf8), openingAt: 0) == .elements([], end: 2))
         #expect(JSONArrayElements.scan(Array("[1,2,3]".utf8), openingAt: 0, atMost: 2) == .moreThan(2))
     }
+
+    /// A body with a number no Double holds and a real error past it: the error named is the real one, at its
+    /// byte in the body as sent.
+    @Test func aBodyBrokenPastAnUnrepresentableNumberNamesTheBreak() {
+        #expect(APIRouter.notJSON(Data(#"[{"to":"x","a":1e400},{"b":tru}]"#.utf8)) == "not valid JSON: invalid token at byte 27")
+        #expect(APIRouter.notJSON(Data(#"[{"to":"x","a":1e400}]"#.utf8)) == nil)
+    }
 }

@@ -9,10 +9,11 @@ public enum DownstreamIntake {
     /// Parses, translates when v1-shaped, and validates one line. The common legacy message takes a shortcut
     /// (`parseCommonShape`) that gives the same result; everything else, and every error, comes from the full path.
     ///
-    /// What `JSONValue.parse` refuses is still reported by field where possible: a lone surrogate escape reads as
-    /// U+FFFD; a number no Double holds (`1e400`) reads as null, so that its field's own rule names it (or,
+    /// What `JSONValue.parse` refuses is still reported by field where possible: a lone surrogate escape reads
+    /// as U+FFFD; a number no Double holds (`1e400`) reads as null, so that its field's own rule names it (or,
     /// if no rule does, a rule about the number); other lines are "not valid JSON" with the parser's reason
-    /// and byte offset, and the field whose value holds that byte. Numbers in errors are quoted as written in the line (`2419201.0`, not `2419201`):
+    /// and byte offset, and the field whose value holds that byte. Numbers in errors are quoted as written in
+    /// the line (`2419201.0`, not `2419201`):
     /// the token is found again in the raw line by the field's key path (`JSONTokenScan`). Limits: only
     /// paths made of object keys (not array elements); a key written with escapes is matched after decoding.
     /// - Parameters:

@@ -134,7 +134,8 @@ public struct JSONTokenScan {
     }
 
     /// The JSON string literal of top-level member `key` exactly as written (quotes and escapes included),
-    /// when it holds an unpaired UTF-16 surrogate escape: ccsd reads those as U+FFFD (`JSONSurrogateRepair`), so distinct literals (`"s-\ud800"`, `"s-\udfff"`) decode to one text and only
+    /// when it holds an unpaired UTF-16 surrogate escape: ccsd reads those as U+FFFD (`JSONSurrogateRepair`),
+    /// so distinct literals (`"s-\ud800"`, `"s-\udfff"`) decode to one text and only
     /// the literal tells them apart. nil when the member is absent, not a string, or has no such escape.
     public static func unpairedSurrogateLiteral(_ key: String, in bytes: [UInt8]) -> String? {
         guard let token = firstToken(at: [key], in: bytes), token.kind == .string,

@@ -311,8 +311,13 @@ public final class APIRouter: @unchecked Sendable {
             return nil
         } catch {
             if error.message == JSONNesting.rule { return nil }
-            if (try? JSONValue.parseReplacingUnrepresentableNumbers(text)) != nil { return nil }
-            return "\(error)"
+            // With such numbers set aside (their replacement keeps every byte offset), the error past them.
+            do {
+                _ = try JSONValue.parseReplacingUnrepresentableNumbers(text)
+                return nil
+            } catch {
+                return "\(error)"
+            }
         }
     }
 
