@@ -200,6 +200,13 @@ size_t token_start(const char *bytes, size_t end) {
     return index;
 }
 
+// Copies `text` into `reason` (NUL-terminated, cut to `reason_size`).
+void copy_reason(char *reason, size_t reason_size, const char *text) {
+    if (reason_size == 0) { return; }
+    std::strncpy(reason, text, reason_size - 1);
+    reason[reason_size - 1] = '\0';
+}
+
 }  // namespace
 
 extern "C" int ccsd_json_explain(const char *bytes, size_t length, char *reason, size_t reason_size,
@@ -212,8 +219,7 @@ extern "C" int ccsd_json_explain(const char *bytes, size_t length, char *reason,
         // jansson's lexer takes a NUL byte outside a string for the end of the text, and reads what comes
         // before it: that NUL is what simdjson refused.
         if (const void *nul = std::memchr(bytes, 0, length)) {
-            std::strncpy(reason, "a NUL byte outside a string", reason_size - 1);
-            reason[reason_size - 1] = '\0';
+            copy_reason(reason, reason_size, "a NUL byte outside a string");
             *offset = static_cast<size_t>(static_cast<const char *>(nul) - bytes);
             *end = *offset + 1;
             return 0;
@@ -241,10 +247,7 @@ extern "C" int ccsd_json_explain(const char *bytes, size_t length, char *reason,
     } else if (position <= length) {
         position = token_start(bytes, position);
     }
-    if (reason_size > 0) {
-        std::strncpy(reason, error.text, reason_size - 1);
-        reason[reason_size - 1] = '\0';
-    }
+    copy_reason(reason, reason_size, error.text);
     *offset = position;
     switch (json_error_code(&error)) {
     case json_error_premature_end_of_input: return ends_early ? 1 : 0;

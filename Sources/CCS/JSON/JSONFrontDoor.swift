@@ -52,15 +52,15 @@ public enum JSONFrontDoor {
         var text = [UInt8](bytes)
         if JSONSurrogateRepair.repair(&text), let value = text.withUnsafeBytes({ parseWithLibrary($0) }) { return value }
         // The repair keeps every byte offset, so the error is true of the text as written.
-        throw text.withUnsafeBytes { explain($0, skipped: skipped) }
+        throw explain(text, skipped: skipped)
     }
 
     /// Why simdjson (or a number rule) refused `bytes`, from jansson: the reason without any of the text,
     /// and the byte offset of the token where it breaks (counting the `skipped` bytes before `bytes`).
-    static func explain(_ bytes: UnsafeRawBufferPointer, skipped: Int = 0) -> JSONValue.ParseError {
+    static func explain(_ bytes: [UInt8], skipped: Int = 0) -> JSONValue.ParseError {
         // jansson reads an integer as a double (it refuses one beyond 64 bits otherwise), and so overflows on
         // one beyond a double, which ccsd reads as its text: such an integer is shown to it as `0`, padded.
-        var text = [UInt8](bytes)
+        var text = bytes
         let long = JSONTokenScan.numbers(in: text) { number in
             !number.contains { "eE.".contains($0) } && JSONValue.isNumberText(number) && Double(number).map { !$0.isFinite } ?? false
         }
@@ -80,7 +80,7 @@ public enum JSONFrontDoor {
         }
         if kind == -1 {
             // jansson reads a text simdjson refused: simdjson's own reason, with no offset.
-            return JSONValue.ParseError(message: "not valid JSON as ccsd reads it: " + libraryRefusal(bytes))
+            return JSONValue.ParseError(message: "not valid JSON as ccsd reads it: " + bytes.withUnsafeBytes { libraryRefusal($0) })
         }
         if let comma = trailingComma(before: offset, in: bytes) {
             return JSONValue.ParseError(message: "not valid JSON: a trailing comma at byte \(skipped + comma)", offset: skipped + comma)
@@ -90,29 +90,28 @@ public enum JSONFrontDoor {
 
     /// True when `token`, which runs to the end of the text, is the start of a token cut short: of a literal
     /// (`tr`), of a number (`1.`, `-`, `1e+`), or of a string cut in an escape (`"a\`, `"\u00`).
-    static func isCutShort(_ token: Slice<UnsafeRawBufferPointer>) -> Bool {
-        let bytes = Array(token)
-        for literal in ["true", "false", "null"] where bytes.count < literal.utf8.count && literal.utf8.starts(with: bytes) {
+    static func isCutShort(_ token: ArraySlice<UInt8>) -> Bool {
+        for literal in ["true", "false", "null"] where token.count < literal.utf8.count && literal.utf8.starts(with: token) {
             return true
         }
-        let numberBytes = Array("-+.eE".utf8)
-        if let last = bytes.last, numberBytes.contains(last),
-           bytes.allSatisfy({ ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || numberBytes.contains($0) }) {
+        if let last = token.last, !(UInt8(ascii: "0")...UInt8(ascii: "9")).contains(last),
+           token.allSatisfy(JSONTokenScan.isNumberByte) {
             return true
         }
-        guard bytes.first == UInt8(ascii: "\"") else { return false }
+        guard token.first == UInt8(ascii: "\"") else { return false }
         // An escape cut short: an odd run of backslashes at the end, or one before `u` and at most three hex digits.
-        var index = bytes.count
-        while index > 1, bytes.count - index < 3, isHexDigit(bytes[index - 1]) { index -= 1 }
-        if index > 1, bytes[index - 1] == UInt8(ascii: "u") { index -= 1 } else { index = bytes.count }
+        let start = token.startIndex
+        var index = token.endIndex
+        while index > start + 1, token.endIndex - index < 3, isHexDigit(token[index - 1]) { index -= 1 }
+        if index > start + 1, token[index - 1] == UInt8(ascii: "u") { index -= 1 } else { index = token.endIndex }
         var backslashes = 0
-        while index - backslashes > 1, bytes[index - backslashes - 1] == UInt8(ascii: "\\") { backslashes += 1 }
+        while index - backslashes > start + 1, token[index - backslashes - 1] == UInt8(ascii: "\\") { backslashes += 1 }
         return backslashes % 2 == 1
     }
 
     /// True when `tail`, the bytes from where jansson could not decode UTF-8 to the end of the text, is the start
     /// of one character's UTF-8 bytes: a lead byte and fewer continuation bytes than it announces.
-    static func isCutCharacter(_ tail: Slice<UnsafeRawBufferPointer>) -> Bool {
+    static func isCutCharacter(_ tail: ArraySlice<UInt8>) -> Bool {
         guard let lead = tail.first, lead >= 0xC2, lead <= 0xF4 else { return false }
         let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2
         return tail.count < length && tail.dropFirst().allSatisfy { $0 & 0xC0 == 0x80 }
@@ -124,7 +123,7 @@ public enum JSONFrontDoor {
 
     /// The offset of the comma just before `offset` (whitespace between), when the byte at `offset` closes
     /// the array or object that comma is in: RFC 8259 §4–5 allow a comma only between members or elements.
-    static func trailingComma(before offset: Int, in bytes: UnsafeRawBufferPointer) -> Int? {
+    static func trailingComma(before offset: Int, in bytes: [UInt8]) -> Int? {
         guard offset < bytes.count, bytes[offset] == UInt8(ascii: "]") || bytes[offset] == UInt8(ascii: "}") else { return nil }
         var index = offset - 1
         while index >= 0, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index -= 1 }
@@ -137,8 +136,8 @@ public enum JSONFrontDoor {
             case UInt8(ascii: "["), UInt8(ascii: "{"): open.append(bytes[at])
             case UInt8(ascii: "]"), UInt8(ascii: "}"): _ = open.popLast()
             case UInt8(ascii: "\""):
-                at += 1
-                while at < index, bytes[at] != UInt8(ascii: "\"") { at += bytes[at] == UInt8(ascii: "\\") ? 2 : 1 }
+                at = JSONTokenScan.endOfString(bytes, from: at)
+                continue
             default: break
             }
             at += 1

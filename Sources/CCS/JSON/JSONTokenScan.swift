@@ -192,7 +192,8 @@ public struct JSONTokenScan {
         return bytes.count
     }
 
-    private static func isNumberByte(_ byte: UInt8) -> Bool {
+    /// A byte of a number token as the scan takes one (digits, `-+.eE`). Also `JSONFrontDoor.isCutShort`'s.
+    static func isNumberByte(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "+"), UInt8(ascii: "."),
              UInt8(ascii: "e"), UInt8(ascii: "E"):
