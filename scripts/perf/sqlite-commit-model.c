@@ -24,6 +24,8 @@
 //   G  F with messages_live too.
 //   H  D, but a final finds its accept_seq by message_id: INSERT OR IGNORE INTO finals SELECT ... FROM
 //      messages WHERE message_id = ?.
+//   K  D with the live floor kept by the writer (written with last_seq, no query) and the final's progress in
+//      its finals row (attempts, sends, last_error).
 //   U  A, but a commit's finals go in by multi-row UPDATEs (UPDATE ... FROM (VALUES (message_id, event), ...)),
 //      64, 64, 8 and 4 rows, each in a savepoint, as the inserts do.
 #include <sqlite3.h>
@@ -55,6 +57,10 @@ int main(int argc, char **argv) {
         snprintf(sql, sizeof sql, "CREATE TABLE messages (%s);"
             "CREATE TABLE finals (seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);", msgcols);
     } else if (v == 'H') {
+        snprintf(sql, sizeof sql, "CREATE TABLE messages (accept_seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, target TEXT NOT NULL, rate_key TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, time_to_live INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sends INTEGER NOT NULL DEFAULT 0, last_error TEXT);"
+            "CREATE TABLE finals (accept_seq INTEGER PRIMARY KEY, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);"
+            "CREATE INDEX finals_at ON finals(final_at_ms);");
+    } else if (v == 'K') {
         snprintf(sql, sizeof sql, "CREATE TABLE messages (accept_seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, target TEXT NOT NULL, rate_key TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, time_to_live INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sends INTEGER NOT NULL DEFAULT 0, last_error TEXT);"
             "CREATE TABLE finals (accept_seq INTEGER PRIMARY KEY, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);"
             "CREATE INDEX finals_at ON finals(final_at_ms);");
@@ -96,6 +102,7 @@ int main(int argc, char **argv) {
     else if (v == 'F' || v == 'G') final = prep("UPDATE messages SET final_event = ?1, final_at_ms = ?2, json = '', target = '', rate_key = '' WHERE accept_seq = ?4 AND final_event IS NULL AND ?3 IS NOT NULL");
     else if (v == 'A' || v == 'U') final = prep("UPDATE messages SET final_event = ?1, final_at_ms = ?2, json = '', target = '', rate_key = '' WHERE message_id = ?3 AND final_event IS NULL");
     else if (v == 'B') final = prep("INSERT OR IGNORE INTO finals (seq, message_id, final_event, final_at_ms) SELECT ?4, ?3, ?1, ?2 WHERE EXISTS (SELECT 1 FROM messages WHERE message_id = ?3)");
+    else if (v == 'K') final = prep("INSERT INTO finals (accept_seq, final_event, final_at_ms, attempts, sends, last_error) VALUES (?4, ?1, ?2, 1, 1, NULL)");
     else final = prep("INSERT OR IGNORE INTO finals (accept_seq, final_event, final_at_ms) VALUES (?4, ?1, ?2)");
     sqlite3_stmt *updates[65] = {0};
     if (v == 'U') for (int rows = 4; rows <= 64; rows *= 2) {
@@ -106,10 +113,13 @@ int main(int argc, char **argv) {
         if (rows == 64 && getenv("PLAN")) { char q[8300]; snprintf(q, sizeof q, "EXPLAIN QUERY PLAN %s", up); sqlite3_stmt *e = prep(q); while (sqlite3_step(e) == SQLITE_ROW) printf("plan: %s\n", sqlite3_column_text(e, 3)); sqlite3_finalize(e); }
     }
     sqlite3_stmt *block = prep("INSERT INTO event_blocks (first_seq, last_seq, time_ms, lines) VALUES (?1, ?2, ?3, ?4)");
-    sqlite3_stmt *lastseq = prep("UPDATE store_state SET last_seq = ?1 WHERE id = 1");
+    sqlite3_stmt *lastseq = prep(v == 'K' ? "UPDATE store_state SET last_seq = ?1, probe_ms = ?1 WHERE id = 1" : "UPDATE store_state SET last_seq = ?1 WHERE id = 1");
+    // PRUNE=1: the finals of every earlier commit qualify (steady state past the retention: each commit prunes one).
+    int pruning = getenv("PRUNE") != 0;
+    sqlite3_stmt *pruneMessages = v == 'K' || v == 'D' || v == 'H' ? prep("DELETE FROM messages WHERE accept_seq IN (SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)") : 0;
     sqlite3_stmt *pruneFinal;
     if (v == 'A' || v == 'U' || v == 'F' || v == 'G') pruneFinal = prep("DELETE FROM messages WHERE message_id IN (SELECT message_id FROM messages WHERE final_event IS NOT NULL AND final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)");
-    else if (v == 'D' || v == 'E' || v == 'H') pruneFinal = prep("SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2");
+    else if (v == 'D' || v == 'E' || v == 'H' || v == 'K') pruneFinal = prep(pruning ? "DELETE FROM finals WHERE accept_seq IN (SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)" : "SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2");
     else pruneFinal = prep("SELECT final_at_ms FROM finals WHERE ?1 IS NOT NULL AND ?2 IS NOT NULL ORDER BY rowid LIMIT 1");
     sqlite3_stmt *pruneHO = prep("DELETE FROM handed_over WHERE message_id IN (SELECT message_id FROM handed_over WHERE at_ms < ?1 ORDER BY at_ms LIMIT ?2)");
     sqlite3_stmt *oldest = prep("SELECT first_seq, time_ms FROM event_blocks ORDER BY first_seq LIMIT 1");
@@ -186,7 +196,9 @@ int main(int argc, char **argv) {
             sqlite3_bind_text(block, 4, lines, (int)lo, SQLITE_STATIC); run(block);
         }
         sqlite3_bind_int64(lastseq, 1, seq); run(lastseq);
-        sqlite3_bind_int64(pruneFinal, 1, now - 86400000); sqlite3_bind_int64(pruneFinal, 2, 1000); run(pruneFinal);
+        long long cutoff = pruning ? now : now - 86400000;
+        if (pruneMessages && pruning) { sqlite3_bind_int64(pruneMessages, 1, cutoff); sqlite3_bind_int64(pruneMessages, 2, 1000); run(pruneMessages); }
+        sqlite3_bind_int64(pruneFinal, 1, cutoff); sqlite3_bind_int64(pruneFinal, 2, 1000); run(pruneFinal);
         sqlite3_bind_int64(pruneHO, 1, now - 600000); sqlite3_bind_int64(pruneHO, 2, 1000); run(pruneHO);
         run(oldest); run(mincur);
         if (v == 'H' || v == 'D') {
