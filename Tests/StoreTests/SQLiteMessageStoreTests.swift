@@ -349,7 +349,7 @@ import Testing
         #expect(error?.code == .schema)
         #expect(error?.retryable == false)
         #expect(error?.description == "store \(state)/ccsd.sqlite3: migrating the schema failed: the database has "
-            + "schema version 99 but this ccsd knows versions up to 2: it was written by a newer ccsd")
+            + "schema version 99 but this ccsd knows versions up to 3: it was written by a newer ccsd")
         // Refused without touching it: the lock was released and the data is intact for the newer ccsd.
         let raw = try RawConnection(path: state + "/ccsd.sqlite3")
         #expect(try raw.integer("SELECT count(*) FROM messages") == 1)

@@ -182,29 +182,6 @@ final class SQLiteStatement {
         while try step(operation: operation) {}
     }
 
-    /// Binds `first` (UTF-8 bytes, valid for the call) and `second` as text at parameters `firstIndex` and
-    /// `secondIndex` without SQLite's copy (`SQLITE_STATIC`; `second` from the string's own storage, no
-    /// allocation), steps to the end and resets the statement (clearing its bindings) while both stay in
-    /// place. The other parameters are bound before.
-    func run(binding firstIndex: Int32, utf8 first: UnsafeBufferPointer<UInt8>, _ secondIndex: Int32, _ second: String,
-             operation: String) throws(StoreError) {
-        var second = second
-        let failure: StoreError? = second.withUTF8 { secondBytes in
-            defer { reset() }
-            bindStatic(firstIndex, first)
-            bindStatic(secondIndex, secondBytes)
-            do throws(StoreError) { try stepToEnd(operation: operation) } catch { return error }
-            return nil
-        }
-        if let failure { throw failure }
-    }
-
-    private func bindStatic(_ index: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
-        // An empty buffer may have no base address, which SQLite would bind as NULL.
-        let base = bytes.baseAddress ?? ("" as StaticString).utf8Start
-        bindStatic(index, base, count: bytes.count)
-    }
-
     func reset() {
         sqlite3_reset(handle)
         sqlite3_clear_bindings(handle)

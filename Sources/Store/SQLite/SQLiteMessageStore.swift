@@ -31,6 +31,12 @@ public final class SQLiteMessageStore: MessageStore {
     private var database: SQLiteDatabase?
     private var statements: Statements?
     private var lastSeq: Int64 = 0
+    /// The live messages' accept_seqs (schema version 3: a final is keyed by its message's), and the floor
+    /// as last committed (`store_state.live_floor`). `liveIsStale` after a failed commit: rebuilt from the
+    /// database before the next one.
+    private var live = SQLiteLiveMessages()
+    private var liveFloor: Int64 = 0
+    private var liveIsStale = false
     /// The text of the events block being written or cut (kept: no allocation per commit).
     private var blockText: [UInt8] = []
     /// The text parameters of a multi-row insert (kept: no allocation per statement).
@@ -66,6 +72,8 @@ public final class SQLiteMessageStore: MessageStore {
                 SELECT max(last_seq, coalesce((SELECT last_seq FROM event_blocks ORDER BY first_seq DESC LIMIT 1), 0))
                 FROM store_state
                 """, operation: "reading the journal")
+            liveFloor = try database.integer("SELECT live_floor FROM store_state", operation: "reading the live floor")
+            try rebuildLive(statements!)
         } catch {
             statements = nil
             database.close()
@@ -160,6 +168,19 @@ public final class SQLiteMessageStore: MessageStore {
         }
     }
 
+    /// Reads the live messages' ids and accept_seqs (from the committed live floor on) into `live`.
+    private func rebuildLive(_ s: Statements) throws(StoreError) {
+        let operation = "reading the live messages"
+        live.removeAll()
+        s.selectLiveIDs.bind(1, liveFloor)
+        defer { s.selectLiveIDs.reset() }
+        while try s.selectLiveIDs.step(operation: operation) {
+            let messageID = s.selectLiveIDs.text(1)
+            live.insert(messageID, hash: SlotIndex.hash(messageID), acceptSeq: s.selectLiveIDs.int64(0))
+        }
+        liveIsStale = false
+    }
+
     private func open(_ operation: String) throws(StoreError) -> (SQLiteDatabase, Statements) {
         guard let database, let statements else {
             throw StoreError(code: .other, path: databasePath, operation: operation, message: "the store is closed")
@@ -191,6 +212,7 @@ public final class SQLiteMessageStore: MessageStore {
         let operation = "loading stored messages"
         let (_, s) = try open(operation)
         var live: [MessageRecord] = []
+        s.selectLive.bind(1, liveFloor)
         defer { s.selectLive.reset() }
         while try s.selectLive.step(operation: operation) {
             let acceptedAt = s.selectLive.int64(4)
@@ -216,6 +238,12 @@ public final class SQLiteMessageStore: MessageStore {
     public func commit(_ batch: StoreBatch, nowUnixMillis now: Int64) throws(StoreError) -> StoreCommitResult {
         let operation = "committing a batch"
         let (database, s) = try open(operation)
+        if liveIsStale { try rebuildLive(s) }
+        // Worked on as a local (`live`'s storage, swapped out for the commit): each access to the stored
+        // property paid a dynamic exclusivity check.
+        var live = SQLiteLiveMessages()
+        swap(&live, &self.live)
+        defer { swap(&live, &self.live) }
         try s.begin.run(operation: operation)
         var seq = lastSeq
         do throws(StoreError) {
@@ -225,7 +253,7 @@ public final class SQLiteMessageStore: MessageStore {
             // (a final record's payload is still copied: docs/performance.md, "Ninth round").
             try batch.operations.withUnsafeBufferPointer { (operations) throws(StoreError) in
                 let partners = SQLiteMessageStore.progressCarriedByFinals(batch, operations)
-                try apply(operations, partners: partners, seq: &seq, now: now, statements: s, result: &result)
+                try apply(operations, partners: partners, seq: &seq, now: now, statements: s, live: &live, result: &result)
             }
             for (consumer, cursor) in batch.eventCursors.sorted(by: { $0.key < $1.key }) {
                 s.upsertCursor.bind(1, consumer)
@@ -236,17 +264,23 @@ public final class SQLiteMessageStore: MessageStore {
                 s.probe.bind(1, now)
                 try s.probe.run(operation: operation)
             }
-            if seq != lastSeq {
-                s.updateLastSeq.bind(1, seq)
-                try s.updateLastSeq.run(operation: operation)
+            let floor = live.floor(next: seq + 1)
+            if seq != lastSeq || floor != liveFloor {
+                s.updateState.bind(1, seq)
+                s.updateState.bind(2, floor)
+                try s.updateState.run(operation: operation)
             }
             try writeJournal(result.journaled, statements: s)
             try prune(now: now, lastSeq: seq, statements: s)
             try s.commit.run(operation: operation)
             lastSeq = seq
+            liveFloor = floor
             return result
         } catch {
             if database.isInTransaction { try? s.rollback.run(operation: operation) }
+            // The commit's changes to the live set were rolled back with it: rebuilt before the next commit.
+            live.removeAll()
+            liveIsStale = true
             throw error
         }
     }
@@ -254,7 +288,8 @@ public final class SQLiteMessageStore: MessageStore {
     /// Writes a batch's operations in order (inside `commit`'s transaction); `partners` as
     /// `progressCarriedByFinals` gives them.
     private func apply(_ operations: UnsafeBufferPointer<StoreBatch.Operation>, partners: [Int32]?, seq: inout Int64,
-                       now: Int64, statements s: Statements, result: inout StoreCommitResult) throws(StoreError) {
+                       now: Int64, statements s: Statements, live: inout SQLiteLiveMessages,
+                       result: inout StoreCommitResult) throws(StoreError) {
         let operation = "committing a batch"
         var index = 0
         while index < operations.count {
@@ -268,39 +303,43 @@ public final class SQLiteMessageStore: MessageStore {
                 var start = index
                 while end - start >= 2 {
                     let chunk = start..<start + Statements.rowsPerInsert(remaining: end - start)
-                    guard try insertAll(operations, chunk, seq: &seq, now: now, statements: s, result: &result) else { break }
+                    guard try insertAll(operations, chunk, seq: &seq, now: now, statements: s, live: &live,
+                                        result: &result) else { break }
                     start = chunk.upperBound
                 }
                 index = end - 1
                 guard start < end else { continue }
                 for position in start..<end {
                     guard case .insert(let insert) = operations[position] else { continue }
-                    let outcome = try self.insert(insert, seq: &seq, now: now, statements: s, result: &result)
+                    let outcome = try self.insert(insert, seq: &seq, now: now, statements: s, live: &live, result: &result)
                     result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line,
                                                           outcome: outcome))
                 }
             case .progress:
                 if let partners, partners[index] >= 0 { continue }  // written by its final record's update
                 guard case .progress(let record) = operations[index] else { continue }
+                // Only a live message's progress is kept (a final one's row no longer changes).
+                guard let found = live.find(record.messageID, hash: record.messageIDHash) else { continue }
                 s.updateProgress.bind(1, record.attempts)
                 s.updateProgress.bind(2, record.sends)
                 s.updateProgress.bind(3, record.lastError)
-                s.updateProgress.bind(4, record.messageID)
+                s.updateProgress.bind(4, found.acceptSeq)
                 try s.updateProgress.run(operation: operation)
             case .record(let record):
                 // The carried progress is read in place (its fields), not taken out of the batch by value.
                 let carried = partners.flatMap { $0[index] >= 0 ? operations[Int($0[index])].progressFields : nil }
-                try self.record(record, progress: carried, seq: &seq, now: now, statements: s, result: &result)
+                try self.record(record, progress: carried, seq: &seq, now: now, statements: s, live: &live, result: &result)
             }
         }
     }
 
     private func insert(_ insert: StoreBatch.Insert, seq: inout Int64, now: Int64, statements s: Statements,
-                        result: inout StoreCommitResult) throws(StoreError) -> PersistOutcome {
+                        live: inout SQLiteLiveMessages, result: inout StoreCommitResult) throws(StoreError) -> PersistOutcome {
         let operation = "committing a batch"
         // The common case costs one statement: the insert is ignored when the message_id is taken.
         if try insertRow(insert, acceptSeq: seq + 1, statements: s) {
             seq += 1
+            live.insert(insert.record.messageID, hash: insert.record.messageIDHash, acceptSeq: seq)
             journal(seq: seq, time: now, text: insert.acceptedText, result: &result)
             return .stored
         }
@@ -310,18 +349,28 @@ public final class SQLiteMessageStore: MessageStore {
             throw StoreError(code: .other, path: databasePath, operation: operation,
                              message: "message_id \(insert.record.messageID) was neither inserted nor found")
         }
-        let finalEvent = s.selectMessage.optionalText(0)
-        let finalAt = s.selectMessage.int64(1)
+        let acceptSeq = s.selectMessage.int64(0)
+        let finalEvent = s.selectMessage.optionalText(1)
+        let finalAt = s.selectMessage.int64(2)
         s.selectMessage.reset()
         guard let finalEvent else { return .duplicateLive }
         if finalAt >= now - configuration.finalRetentionMillis { return .duplicateFinal(outcome: finalEvent) }
         // Final and past its retention, only not pruned yet: the message_id is free again.
-        s.deleteMessage.bind(1, insert.record.messageID)
-        try s.deleteMessage.run(operation: operation)
+        try deleteMessage(acceptSeq: acceptSeq, statements: s)
         _ = try insertRow(insert, acceptSeq: seq + 1, statements: s)
         seq += 1
+        live.insert(insert.record.messageID, hash: insert.record.messageIDHash, acceptSeq: seq)
         journal(seq: seq, time: now, text: insert.acceptedText, result: &result)
         return .stored
+    }
+
+    /// Deletes a final message's row and its final (both keyed by its accept_seq).
+    private func deleteMessage(acceptSeq: Int64, statements s: Statements) throws(StoreError) {
+        let operation = "committing a batch"
+        s.deleteMessage.bind(1, acceptSeq)
+        try s.deleteMessage.run(operation: operation)
+        s.deleteFinal.bind(1, acceptSeq)
+        try s.deleteFinal.run(operation: operation)
     }
 
     /// Inserts the messages of `chunk` (inserts only, at least 2) by one multi-row `INSERT OR IGNORE`, with the
@@ -331,7 +380,8 @@ public final class SQLiteMessageStore: MessageStore {
     /// of one per message: SQLite's cost per statement (opening the table's and its indexes' cursors, the
     /// constraint program, halting) was about 5,000 instructions.
     private func insertAll(_ operations: UnsafeBufferPointer<StoreBatch.Operation>, _ chunk: Range<Int>, seq: inout Int64, now: Int64,
-                           statements s: Statements, result: inout StoreCommitResult) throws(StoreError) -> Bool {
+                           statements s: Statements, live: inout SQLiteLiveMessages,
+                           result: inout StoreCommitResult) throws(StoreError) -> Bool {
         let operation = "committing a batch"
         let statement = try s.insertMessages(rows: chunk.count)
         var parameter: Int32 = 1
@@ -360,6 +410,7 @@ public final class SQLiteMessageStore: MessageStore {
         for position in chunk {
             guard case .insert(let insert) = operations[position] else { continue }
             seq += 1
+            live.insert(insert.record.messageID, hash: insert.record.messageIDHash, acceptSeq: seq)
             journal(seq: seq, time: now, text: insert.acceptedText, result: &result)
             result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line, outcome: .stored))
         }
@@ -397,10 +448,11 @@ public final class SQLiteMessageStore: MessageStore {
     /// together (the common case under load). Nil when the batch has no progress; otherwise, for each operation
     /// index: a progress operation's carrying record, a record's carried progress, or -1.
     ///
-    /// The same rows result as with the progress update first: both updates apply only to a live row
-    /// (`final_event IS NULL`), and nothing between them changes that — the carrier is the *first* final record
+    /// The same state results as with the progress update first: both apply only to a live message (one
+    /// without a finals row), and nothing between them changes that — the carrier is the *first* final record
     /// of the message after the progress, and an insert of the same message_id in between (which may delete and
-    /// re-insert a final row past its retention) rules the fold out.
+    /// re-insert a final message past its retention) rules the fold out. The carried progress goes into the
+    /// finals row; `storedMessage` reads it from there.
     static func progressCarriedByFinals(_ batch: StoreBatch, _ operations: UnsafeBufferPointer<StoreBatch.Operation>) -> [Int32]? {
         guard batch.hasProgress else { return nil }
         let blocked: Int32 = -2
@@ -431,39 +483,48 @@ public final class SQLiteMessageStore: MessageStore {
         return partners
     }
 
-    /// Journals `record`, marking its message final first; `progress` (the message's pending progress, carried
-    /// by this final's update) is written by the same statement.
+    /// Journals `record`, marking its message final first (a `finals` row keyed by the message's accept_seq);
+    /// `progress` (the message's pending progress, carried by this final) is written in the same row.
     private func record(_ record: StoreBatch.Record, progress: StoreBatch.ProgressFields?, seq: inout Int64, now: Int64,
-                        statements s: Statements, result: inout StoreCommitResult) throws(StoreError) {
+                        statements s: Statements, live: inout SQLiteLiveMessages,
+                        result: inout StoreCommitResult) throws(StoreError) {
         let operation = "committing a batch"
         result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
-        if let messageID = record.finalMessageID {
-            // The common case costs one statement: the update marks a live message final. Only when it changed
-            // nothing does a select tell an already final message (not journaled) from an unknown one.
-            let update = progress == nil ? s.markFinal : s.markFinalWithProgress
-            update.bind(2, now)
-            if let progress {
-                update.bind(4, progress.attempts)
-                update.bind(5, progress.sends)
-                update.bind(6, progress.lastError)
-            }
-            // The event and the message_id are bound without SQLite's copy of each (an allocation, a copy, a free),
-            // the event from its pieces when it is kept so (`EventText.withUTF8`).
-            let failure: StoreError? = record.text.withUTF8 { text in
-                do throws(StoreError) { try update.run(binding: 1, utf8: text, 3, messageID, operation: operation) } catch {
-                    return error
-                }
-                return nil
-            }
-            if let failure { throw failure }
-            if s.database.changes == 0 {
+        if let messageID = record.finalMessageID, let hash = record.finalMessageIDHash {
+            // The common case costs one statement: the message is live, and its final row is appended. Otherwise a
+            // select tells an already final message (not journaled) from an unknown one (journaled, nothing marked).
+            var acceptSeq: Int64
+            if let found = live.find(messageID, hash: hash) {
+                acceptSeq = found.acceptSeq
+                live.remove(slot: found.slot)
+            } else {
                 s.selectMessage.bind(1, messageID)
-                let alreadyFinal = try s.selectMessage.step(operation: operation) && !s.selectMessage.isNull(0)
+                let stored = try s.selectMessage.step(operation: operation)
+                let alreadyFinal = stored && !s.selectMessage.isNull(1)
+                acceptSeq = stored ? s.selectMessage.int64(0) : -1
                 s.selectMessage.reset()
                 if alreadyFinal {
                     result.duplicateFinalRecords.append(record.id)
                     return
                 }
+            }
+            if acceptSeq >= 0 {
+                s.insertFinal.bind(2, now)
+                s.insertFinal.bind(3, acceptSeq)
+                if let progress {
+                    s.insertFinal.bind(4, progress.attempts)
+                    s.insertFinal.bind(5, progress.sends)
+                    s.insertFinal.bind(6, progress.lastError)
+                }
+                // The event is bound without SQLite's copy (an allocation, a copy, a free), from its pieces when
+                // it is kept so (`EventText.withUTF8`).
+                let failure: StoreError? = record.text.withUTF8 { text in
+                    do throws(StoreError) { try s.insertFinal.run(binding: 1, utf8: text, operation: operation) } catch {
+                        return error
+                    }
+                    return nil
+                }
+                if let failure { throw failure }
             }
         }
         if let messageID = record.handedOverMessageID {
@@ -537,9 +598,12 @@ public final class SQLiteMessageStore: MessageStore {
     private func prune(now: Int64, lastSeq: Int64, statements s: Statements) throws(StoreError) {
         let operation = "pruning"
         let limit = configuration.pruneLimitPerCommit
-        s.pruneFinal.bind(1, now - configuration.finalRetentionMillis)
-        s.pruneFinal.bind(2, limit)
-        try s.pruneFinal.run(operation: operation)
+        s.pruneFinalMessages.bind(1, now - configuration.finalRetentionMillis)
+        s.pruneFinalMessages.bind(2, limit)
+        try s.pruneFinalMessages.run(operation: operation)
+        s.pruneFinals.bind(1, now - configuration.finalRetentionMillis)
+        s.pruneFinals.bind(2, limit)
+        try s.pruneFinals.run(operation: operation)
         s.pruneHandedOver.bind(1, now - configuration.dedupeWindowMillis)
         s.pruneHandedOver.bind(2, limit)
         try s.pruneHandedOver.run(operation: operation)
@@ -662,9 +726,13 @@ public final class SQLiteMessageStore: MessageStore {
     public func storedMessage(_ messageID: String) throws(StoreError) -> StoredMessage? {
         let operation = "reading a message"
         let (database, _) = try open(operation)
-        let statement = try database.prepare(
-            "SELECT accepted_at_ms, attempts, last_error, final_event, final_at_ms, sends FROM messages WHERE message_id = ?1",
-            operation: operation)
+        // A final's own progress when it carried one (its `attempts` not NULL), else the message row's.
+        let statement = try database.prepare("""
+            SELECT m.accepted_at_ms, coalesce(f.attempts, m.attempts),
+                   CASE WHEN f.attempts IS NULL THEN m.last_error ELSE f.last_error END,
+                   f.final_event, f.final_at_ms, coalesce(f.sends, m.sends)
+            FROM messages m LEFT JOIN finals f ON f.accept_seq = m.accept_seq WHERE m.message_id = ?1
+            """, operation: operation)
         defer { statement.finalize() }
         statement.bind(1, messageID)
         guard try statement.step(operation: operation) else { return nil }
@@ -677,9 +745,9 @@ public final class SQLiteMessageStore: MessageStore {
     /// Every statement, prepared once after the migrations (a multi-row events INSERT when first needed).
     private final class Statements {
         let begin, commit, rollback: SQLiteStatement
-        let selectMessage, deleteMessage, updateProgress, markFinal, markFinalWithProgress: SQLiteStatement
-        let upsertHandedOver, updateLastSeq, probe: SQLiteStatement
-        let pruneFinal, pruneHandedOver, oldestBlock, minCursor, blocksBefore, deleteBlock, selectBlockLines, cutBlock: SQLiteStatement
+        let selectMessage, deleteMessage, deleteFinal, updateProgress, insertFinal: SQLiteStatement
+        let upsertHandedOver, updateState, probe: SQLiteStatement
+        let pruneFinalMessages, pruneFinals, pruneHandedOver, oldestBlock, minCursor, blocksBefore, deleteBlock, selectBlockLines, cutBlock: SQLiteStatement
         let insertBlock, savepoint, releaseSavepoint, rollbackToSavepoint: SQLiteStatement
         /// Most rows per multi-row messages INSERT: 10 parameters each, below SQLite's variable limit (999 before
         /// 3.32, 32,766 since).
@@ -714,7 +782,7 @@ public final class SQLiteMessageStore: MessageStore {
             messageInserts[slot] = statement
             return statement
         }
-        let selectLive, selectHandedOver, selectEvents, upsertCursor, selectCursor: SQLiteStatement
+        let selectLive, selectLiveIDs, selectHandedOver, selectEvents, upsertCursor, selectCursor: SQLiteStatement
         let database: SQLiteDatabase
         init(_ db: SQLiteDatabase) throws(StoreError) {
             database = db
@@ -722,34 +790,33 @@ public final class SQLiteMessageStore: MessageStore {
             begin = try db.prepare("BEGIN IMMEDIATE", operation: op)
             commit = try db.prepare("COMMIT", operation: op)
             rollback = try db.prepare("ROLLBACK", operation: op)
-            selectMessage = try db.prepare("SELECT final_event, final_at_ms FROM messages WHERE message_id = ?1",
-                                           operation: op)
-            // Marking final also empties what only a live message needs (its JSON, target and rate key: nothing
-            // reads them once final, see `storedMessage` and `insert`): the row shrinks instead of growing by its
-            // final event, so it is rewritten in its page without a split, and the retained finals take about a
-            // third less room (about 2,400 instructions per message fewer).
-            markFinalWithProgress = try db.prepare("""
-                UPDATE messages SET final_event = ?1, final_at_ms = ?2, attempts = ?4, sends = ?5, last_error = ?6,
-                                    json = '', target = '', rate_key = ''
-                WHERE message_id = ?3 AND final_event IS NULL
+            selectMessage = try db.prepare("""
+                SELECT m.accept_seq, f.final_event, f.final_at_ms FROM messages m
+                LEFT JOIN finals f ON f.accept_seq = m.accept_seq WHERE m.message_id = ?1
                 """, operation: op)
-            deleteMessage = try db.prepare("DELETE FROM messages WHERE message_id = ?1", operation: op)
-            updateProgress = try db.prepare("""
-                UPDATE messages SET attempts = ?1, sends = ?2, last_error = ?3
-                WHERE message_id = ?4 AND final_event IS NULL
+            // A final is a narrow row appended to `finals` (schema version 3): the wide message row is not
+            // rewritten, and no index moves it from live to final (about 7,000 instructions per message fewer
+            // than the update of schema 2). ?4–?6: the progress it carries, NULL when none.
+            insertFinal = try db.prepare("""
+                INSERT INTO finals (accept_seq, final_event, final_at_ms, attempts, sends, last_error)
+                VALUES (?3, ?1, ?2, ?4, ?5, ?6)
                 """, operation: op)
-            markFinal = try db.prepare("""
-                UPDATE messages SET final_event = ?1, final_at_ms = ?2, json = '', target = '', rate_key = ''
-                WHERE message_id = ?3 AND final_event IS NULL
-                """, operation: op)
+            deleteMessage = try db.prepare("DELETE FROM messages WHERE accept_seq = ?1", operation: op)
+            deleteFinal = try db.prepare("DELETE FROM finals WHERE accept_seq = ?1", operation: op)
+            updateProgress = try db.prepare(
+                "UPDATE messages SET attempts = ?1, sends = ?2, last_error = ?3 WHERE accept_seq = ?4", operation: op)
             upsertHandedOver = try db.prepare(
                 "INSERT OR REPLACE INTO handed_over (message_id, at_ms) VALUES (?1, ?2)", operation: op)
-            updateLastSeq = try db.prepare("UPDATE store_state SET last_seq = ?1 WHERE id = 1", operation: op)
+            updateState = try db.prepare("UPDATE store_state SET last_seq = ?1, live_floor = ?2 WHERE id = 1", operation: op)
             probe = try db.prepare("UPDATE store_state SET probe_ms = ?1 WHERE id = 1", operation: op)
-            pruneFinal = try db.prepare("""
-                DELETE FROM messages WHERE message_id IN (
-                    SELECT message_id FROM messages WHERE final_event IS NOT NULL AND final_at_ms < ?1
-                    ORDER BY final_at_ms LIMIT ?2)
+            // The message rows first, then their finals: both pick the same finals (the oldest, at most ?2).
+            pruneFinalMessages = try db.prepare("""
+                DELETE FROM messages WHERE accept_seq IN (
+                    SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)
+                """, operation: op)
+            pruneFinals = try db.prepare("""
+                DELETE FROM finals WHERE accept_seq IN (
+                    SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)
                 """, operation: op)
             pruneHandedOver = try db.prepare("""
                 DELETE FROM handed_over WHERE message_id IN (
@@ -768,9 +835,15 @@ public final class SQLiteMessageStore: MessageStore {
             deleteBlock = try db.prepare("DELETE FROM event_blocks WHERE first_seq = ?1", operation: op)
             selectBlockLines = try db.prepare("SELECT lines FROM event_blocks WHERE first_seq = ?1", operation: op)
             cutBlock = try db.prepare("UPDATE event_blocks SET first_seq = ?1, lines = ?3 WHERE first_seq = ?2", operation: op)
+            // The live messages: from the live floor ?1 on, those without a final.
             selectLive = try db.prepare("""
                 SELECT message_id, json, target, rate_key, accepted_at_ms, time_to_live, attempts, sends, last_error
-                FROM messages WHERE final_event IS NULL ORDER BY accept_seq
+                FROM messages m WHERE accept_seq >= ?1
+                AND NOT EXISTS (SELECT 1 FROM finals f WHERE f.accept_seq = m.accept_seq) ORDER BY accept_seq
+                """, operation: op)
+            selectLiveIDs = try db.prepare("""
+                SELECT accept_seq, message_id FROM messages m WHERE accept_seq >= ?1
+                AND NOT EXISTS (SELECT 1 FROM finals f WHERE f.accept_seq = m.accept_seq) ORDER BY accept_seq
                 """, operation: op)
             selectHandedOver = try db.prepare(
                 "SELECT message_id, at_ms FROM handed_over WHERE at_ms >= ?1 ORDER BY at_ms, message_id", operation: op)

@@ -73,6 +73,49 @@ enum SQLiteSchema {
         )
         SELECT seq, time_ms, line FROM split;
         """,
+        // 3: finals as narrow rows of their own. A final was an UPDATE of the wide `messages` row found by its
+        // message_id text, moving it from the `messages_live` index to `messages_final`: about 16,000
+        // instructions per message. Now it appends a row to `finals`, keyed by its message's accept_seq (which
+        // the writer keeps for each live message, `SQLiteLiveMessages`). A message is live while it has no
+        // finals row; opening the store reads the live ones from `store_state.live_floor` on (the lowest live
+        // accept_seq, written with each commit) instead of through an index kept at every insert and final.
+        // A final message keeps its JSON until it is pruned (the update emptied it): retained finals take
+        // about twice the room. docs/performance.md, "Eleventh round".
+        """
+        CREATE TABLE messages_v3 (
+            accept_seq     INTEGER PRIMARY KEY, -- seq of its `accepted` event: the accept order
+            message_id     TEXT NOT NULL,
+            json           TEXT NOT NULL,       -- the legacy XMPP JSON sent inside <gcm> (ccs-protocol.md §3)
+            target         TEXT NOT NULL,
+            rate_key       TEXT NOT NULL,
+            accepted_at_ms INTEGER NOT NULL,    -- wall clock at intake, ms since 1970: the time_to_live clock
+            time_to_live   INTEGER NOT NULL,    -- seconds
+            attempts       INTEGER NOT NULL DEFAULT 0,  -- as of its last progress while live
+            sends          INTEGER NOT NULL DEFAULT 0,
+            last_error     TEXT
+        );
+        CREATE TABLE finals (
+            accept_seq  INTEGER PRIMARY KEY,    -- its message's (messages.accept_seq)
+            final_event TEXT NOT NULL,          -- the final event's JSON object
+            final_at_ms INTEGER NOT NULL,       -- wall clock when it became final, ms since 1970
+            attempts    INTEGER,                -- the progress written with the final (NULL: the message
+            sends       INTEGER,                -- row's attempts, sends and last_error hold)
+            last_error  TEXT
+        );
+        INSERT INTO messages_v3 (accept_seq, message_id, json, target, rate_key, accepted_at_ms, time_to_live,
+                                 attempts, sends, last_error)
+            SELECT accept_seq, message_id, json, target, rate_key, accepted_at_ms, time_to_live, attempts, sends,
+                   last_error FROM messages ORDER BY accept_seq;
+        INSERT INTO finals (accept_seq, final_event, final_at_ms)
+            SELECT accept_seq, final_event, coalesce(final_at_ms, 0) FROM messages WHERE final_event IS NOT NULL;
+        DROP TABLE messages;
+        ALTER TABLE messages_v3 RENAME TO messages;
+        CREATE UNIQUE INDEX messages_id ON messages(message_id);
+        CREATE INDEX finals_at ON finals(final_at_ms);
+        ALTER TABLE store_state ADD COLUMN live_floor INTEGER NOT NULL DEFAULT 0;  -- no live accept_seq is lower
+        CREATE VIEW live_messages AS
+            SELECT * FROM messages m WHERE NOT EXISTS (SELECT 1 FROM finals f WHERE f.accept_seq = m.accept_seq);
+        """,
     ]
 
     static var currentVersion: Int64 { Int64(migrations.count) }

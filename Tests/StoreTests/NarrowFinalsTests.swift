@@ -1,0 +1,191 @@
+import CCS
+import Foundation
+import Testing
+@testable import Store
+
+/// Schema version 3: a final is a row of its own in `finals`, keyed by its message's accept_seq, which the
+/// writer keeps per live message (`SQLiteLiveMessages`); opening reads the live messages from the committed
+/// live floor on.
+@Suite struct NarrowFinalsTests {
+    /// A version-2 database (finals inside the message rows, their JSON emptied) migrates: live messages stay
+    /// live in accept order with their progress, a final one keeps its event, time and progress, and answers a
+    /// duplicate with its outcome; the next commits work on the moved rows.
+    @Test func aVersionTwoDatabaseMovesItsFinalsToRowsOfTheirOwn() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        do {
+            let database = try SQLiteDatabase(path: state + "/ccsd.sqlite3")
+            defer { database.close() }
+            try database.execute("PRAGMA journal_mode = WAL", operation: "test")
+            try database.execute(SQLiteSchema.migrations[0], operation: "test")
+            try database.execute(SQLiteSchema.migrations[1], operation: "test")
+            try database.execute("PRAGMA user_version = 2", operation: "test")
+            try database.execute("""
+                INSERT INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms, time_to_live,
+                                      attempts, sends, last_error, final_event, final_at_ms) VALUES
+                    ('live-2', 5, '{"to":"t5"}', 't5', 'k5', 1004, 60, 0, 0, NULL, NULL, NULL),
+                    ('final-1', 2, '', '', '', 1001, 60, 3, 4, 'SERVICE_UNAVAILABLE', '\(finalLine("final-1"))', 5000),
+                    ('live-1', 1, '{"to":"t1"}', 't1', 'k1', 1000, 600, 2, 3, 'INTERNAL_SERVER_ERROR', NULL, NULL);
+                UPDATE store_state SET last_seq = 7;
+                """, operation: "test")
+        }
+        let store = try SQLiteMessageStore(directory: state)
+        defer { store.close() }
+        #expect(try store.pragma("user_version") == 3)
+        #expect(try store.integer("SELECT count(*) FROM finals") == 1)
+        #expect(try store.integer("SELECT count(*) FROM live_messages") == 2)
+        let snapshot = try store.load(nowUnixMillis: 6_000)
+        #expect(snapshot.live.map(\.messageID) == ["live-1", "live-2"])
+        #expect(snapshot.live.first?.attempts == 2 && snapshot.live.first?.sends == 3)
+        #expect(snapshot.live.first?.lastError == "INTERNAL_SERVER_ERROR")
+        #expect(snapshot.live.first?.json == #"{"to":"t1"}"#)
+        let stored = try #require(try store.storedMessage("final-1"))
+        #expect(stored.finalEvent == finalLine("final-1") && stored.finalAtUnixMillis == 5_000)
+        #expect(stored.attempts == 3 && stored.sends == 4 && stored.lastError == "SERVICE_UNAVAILABLE")
+        #expect(try store.commit(batch(inserting: ["final-1"]), nowUnixMillis: 6_000).persisted.map(\.outcome)
+                == [.duplicateFinal(outcome: finalLine("final-1"))])
+        // The moved live rows are known to the writer: a final of one is written, a second one is not journaled.
+        let result = try store.commit(batch { b in
+            b.record(final(1, "live-2"))
+            b.record(final(2, "final-1"))
+        }, nowUnixMillis: 7_000)
+        #expect(result.journaled.map(\.seq) == [8])
+        #expect(result.duplicateFinalRecords == [2])
+        #expect(try store.load(nowUnixMillis: 7_000).live.map(\.messageID) == ["live-1"])
+        #expect(try store.integer("SELECT live_floor FROM store_state") == 1)
+    }
+
+    /// The floor stays at a message that stays live while thousands after it become final (the writer's
+    /// accept-order list is compacted meanwhile), so a reopen still finds it; once it is final too, the floor
+    /// is the next seq and nothing is read.
+    @Test func aMessageLiveForLongHoldsTheFloorAcrossCommitsAndReopens() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        var now: Int64 = 1_000
+        var recordID: UInt64 = 0
+        for round in 0..<3 {
+            let store = try SQLiteMessageStore(directory: state)
+            defer { store.close() }
+            if round == 0 { _ = try store.commit(batch(inserting: ["pinned"]), nowUnixMillis: now) }
+            #expect(try store.load(nowUnixMillis: now).live.map(\.messageID) == ["pinned"])
+            for chunk in 0..<10 {
+                let ids = (0..<150).map { "r\(round)-c\(chunk)-\($0)" }
+                now += 1
+                _ = try store.commit(batch(inserting: ids), nowUnixMillis: now)
+                now += 1
+                _ = try store.commit(batch { b in
+                    for id in ids {
+                        recordID += 1
+                        b.record(final(recordID, id))
+                    }
+                }, nowUnixMillis: now)
+                #expect(try store.integer("SELECT live_floor FROM store_state") == 1)
+            }
+        }
+        let store = try SQLiteMessageStore(directory: state)
+        defer { store.close() }
+        _ = try store.commit(batch { b in b.record(final(recordID + 1, "pinned")) }, nowUnixMillis: now + 1)
+        let lastSeq = try store.integer("SELECT last_seq FROM store_state")
+        #expect(try store.integer("SELECT live_floor FROM store_state") == lastSeq + 1)
+        #expect(try store.load(nowUnixMillis: now + 1).live.isEmpty)
+    }
+
+    /// Opening reads the live messages from the committed floor on: a live row below it is not read (which
+    /// is why every commit writes the floor with its changes, and never above a live message).
+    @Test func openingReadsTheLiveMessagesFromTheFloorOn() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        do {
+            let store = try SQLiteMessageStore(directory: state)
+            defer { store.close() }
+            _ = try store.commit(batch(inserting: ["a", "b", "c"]), nowUnixMillis: 1_000)
+            _ = try store.commit(batch { b in b.record(final(1, "a")) }, nowUnixMillis: 2_000)
+            #expect(try store.integer("SELECT live_floor FROM store_state") == 2)
+            try store.execute("UPDATE store_state SET live_floor = 3")
+        }
+        let store = try SQLiteMessageStore(directory: state)
+        defer { store.close() }
+        #expect(try store.load(nowUnixMillis: 3_000).live.map(\.messageID) == ["c"])
+    }
+
+    /// A commit that fails after it changed the writer's live set (here at its journal, through a trigger)
+    /// leaves that set as the database has it: the message it had made final is still live, so its progress
+    /// is kept and its final is written; the message it had inserted goes in again once.
+    @Test func aFailedCommitLeavesTheLiveSetAsTheDatabaseHasIt() throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteMessageStore(directory: directory.path + "/state")
+        defer { store.close() }
+        _ = try store.commit(batch(inserting: ["a", "b"]), nowUnixMillis: 1_000)
+        try store.execute("""
+            CREATE TRIGGER refuse BEFORE INSERT ON event_blocks BEGIN SELECT RAISE(ABORT, 'refused by a test'); END
+            """)
+        let failing = batch { b in
+            b.record(final(1, "a"))
+            b.insert(insert("c"))
+        }
+        #expect(throws: StoreError.self) { try store.commit(failing, nowUnixMillis: 2_000) }
+        try store.execute("DROP TRIGGER refuse")
+        var progressed = message("a")
+        progressed.attempts = 4
+        progressed.sends = 5
+        _ = try store.commit(batch { b in b.progress(progressed) }, nowUnixMillis: 3_000)
+        let progressedA = try #require(try store.storedMessage("a"))
+        #expect(progressedA.attempts == 4 && progressedA.sends == 5 && progressedA.finalEvent == nil)
+        let retried = try store.commit(failing, nowUnixMillis: 4_000)
+        #expect(retried.duplicateFinalRecords.isEmpty)
+        #expect(retried.persisted.map(\.outcome) == [.stored])
+        _ = try store.commit(batch { b in
+            b.record(final(2, "b"))
+            b.record(final(3, "c"))
+        }, nowUnixMillis: 5_000)
+        let lastSeq = try store.integer("SELECT last_seq FROM store_state")
+        #expect(try store.integer("SELECT live_floor FROM store_state") == lastSeq + 1)
+        #expect(try store.storedMessage("a")?.finalEvent == finalLine("a"))
+    }
+
+    /// The live set against a plain model, under random inserts and removals (accept seqs increasing, with
+    /// now and then one out of order): `find` agrees, and the floor is always the lowest live accept_seq.
+    @Test(arguments: [1, 2, 3])
+    func theLiveSetAgreesWithAModel(seed: UInt64) {
+        var random = SeededRandom(seed: seed)
+        var live = SQLiteLiveMessages()
+        var model: [String: Int64] = [:]
+        var next: Int64 = 1
+        for step in 0..<20_000 {
+            if model.isEmpty || random.next() % 100 < 52 {
+                var acceptSeq = next
+                if random.next() % 500 == 0, let low = model.values.min(), low > 1 { acceptSeq = low - 1 }
+                guard !model.values.contains(acceptSeq) else { continue }
+                if acceptSeq == next { next += 1 + Int64(random.next() % 3) }
+                let id = "m\(step)"
+                live.insert(id, hash: SlotIndex.hash(id), acceptSeq: acceptSeq)
+                model[id] = acceptSeq
+            } else {
+                // Mostly the oldest (acked in order), sometimes any.
+                let id = random.next() % 4 == 0 ? model.keys.randomElement(using: &random)!
+                    : model.min { $0.value < $1.value }!.key
+                let found = live.find(id, hash: SlotIndex.hash(id))
+                #expect(found?.acceptSeq == model[id])
+                if let found { live.remove(slot: found.slot) }
+                model[id] = nil
+            }
+            #expect(live.count == model.count)
+            #expect(live.floor(next: next) == model.values.min() ?? next)
+        }
+        #expect(live.find("absent", hash: SlotIndex.hash("absent")) == nil)
+    }
+}
+
+/// A small deterministic generator (SplitMix64) for the model test.
+private struct SeededRandom: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE5_E4B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
