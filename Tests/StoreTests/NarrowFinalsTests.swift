@@ -144,6 +144,46 @@ import Testing
         #expect(try store.storedMessage("a")?.finalEvent == finalLine("a"))
     }
 
+    /// A batch's finals go in together, by multi-row INSERTs (here 150 of them: 128, 16, 4 and 2 rows), each with
+    /// its own event and the progress it carries; a later insert of one of their message_ids in the same batch,
+    /// and a second final of one, see them (written before the insert's and the final's reads).
+    @Test func theFinalsOfABatchAreWrittenTogetherAndSeenByWhatFollowsInIt() throws {
+        let directory = TemporaryDirectory()
+        let store = try SQLiteMessageStore(directory: directory.path + "/state")
+        defer { store.close() }
+        let ids = (0..<150).map { "m\($0)" }
+        _ = try store.commit(batch(inserting: ids), nowUnixMillis: 1_000)
+        let result = try store.commit(batch { b in
+            for (index, id) in ids.enumerated() {
+                if index % 3 == 0 {
+                    var progressed = message(id)
+                    progressed.attempts = index
+                    progressed.sends = index + 1
+                    progressed.lastError = index % 2 == 0 ? "E\(index)" : nil
+                    b.progress(progressed)
+                }
+                b.record(final(UInt64(index + 1), id, index % 5 == 0 ? "expired" : "acked"))
+            }
+            b.insert(insert("m7"))
+            b.record(final(151, "m8", "nacked"))
+        }, nowUnixMillis: 2_000)
+        #expect(result.persisted.map(\.outcome) == [.duplicateFinal(outcome: finalLine("m7"))])
+        #expect(result.duplicateFinalRecords == [151])
+        #expect(result.journaled.count == 150)
+        for (index, id) in ids.enumerated() {
+            let stored = try #require(try store.storedMessage(id))
+            #expect(stored.finalEvent == finalLine(id, index % 5 == 0 ? "expired" : "acked"))
+            #expect(stored.finalAtUnixMillis == 2_000)
+            if index % 3 == 0 {
+                #expect(stored.attempts == index && stored.sends == index + 1)
+                #expect(stored.lastError == (index % 2 == 0 ? "E\(index)" : nil))
+            } else {
+                #expect(stored.attempts == 0 && stored.sends == 0 && stored.lastError == nil)
+            }
+        }
+        #expect(try store.load(nowUnixMillis: 3_000).live.isEmpty)
+    }
+
     /// The live set against a plain model, under random inserts and removals (accept seqs increasing, with
     /// now and then one out of order): `find` agrees, and the floor is always the lowest live accept_seq.
     @Test(arguments: [1, 2, 3])

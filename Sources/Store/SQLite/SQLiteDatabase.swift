@@ -229,9 +229,14 @@ struct SQLiteTextArena {
 
     /// Copies `utf8` (valid UTF-8) in, for parameter `parameter`: no `String` made on the way.
     mutating func append(_ parameter: Int32, utf8: [UInt8]) {
+        utf8.withUnsafeBufferPointer { append(parameter, bytes: $0) }
+    }
+
+    /// Copies `bytes` (valid UTF-8, only read during the call) in, for parameter `parameter`.
+    mutating func append(_ parameter: Int32, bytes text: UnsafeBufferPointer<UInt8>) {
         let start = bytes.count
-        bytes.append(contentsOf: utf8)
-        texts.append((parameter, start, utf8.count))
+        bytes.append(contentsOf: text)
+        texts.append((parameter, start, text.count))
     }
 
     /// Binds every text to `statement`, runs `body` (which steps it, without resetting: see

@@ -291,11 +291,16 @@ public final class SQLiteMessageStore: MessageStore {
                        now: Int64, statements s: Statements, live: inout SQLiteLiveMessages,
                        result: inout StoreCommitResult) throws(StoreError) {
         let operation = "committing a batch"
+        // Finals of live messages, written together by multi-row INSERTs (`writeFinals`): before any insert
+        // (which reads `finals` when its message_id is taken), before a final of a message not live (the
+        // same), and at the end.
+        var finals: [PendingFinal] = []
         var index = 0
         while index < operations.count {
             defer { index += 1 }
             switch operations[index] {
             case .insert:
+                try writeFinals(&finals, operations, partners: partners, now: now, statements: s)
                 // A run of inserts goes in by multi-row INSERTs when none of its message_ids is taken (the
                 // common case); otherwise, or alone, one by one.
                 var end = index + 1
@@ -326,11 +331,57 @@ public final class SQLiteMessageStore: MessageStore {
                 s.updateProgress.bind(4, found.acceptSeq)
                 try s.updateProgress.run(operation: operation)
             case .record(let record):
-                // The carried progress is read in place (its fields), not taken out of the batch by value.
-                let carried = partners.flatMap { $0[index] >= 0 ? operations[Int($0[index])].progressFields : nil }
-                try self.record(record, progress: carried, seq: &seq, now: now, statements: s, live: &live, result: &result)
+                try self.record(record, at: index, operations, partners: partners, seq: &seq, now: now, statements: s,
+                                live: &live, finals: &finals, result: &result)
             }
         }
+        try writeFinals(&finals, operations, partners: partners, now: now, statements: s)
+    }
+
+    /// A final waiting in `apply` for its row: the index of its record in the batch's operations, and its
+    /// message's accept_seq.
+    private struct PendingFinal {
+        var operation: Int
+        var acceptSeq: Int64
+    }
+
+    /// Writes `finals` by multi-row INSERTs into `finals` (the largest power of two of rows at a time, as the
+    /// message inserts), each row with its record's event and the progress the record carries (`partners`),
+    /// and empties it. One statement per 64 finals instead of one each: SQLite's cost per statement (about
+    /// 3,500 instructions) was most of a final's.
+    private func writeFinals(_ finals: inout [PendingFinal], _ operations: UnsafeBufferPointer<StoreBatch.Operation>,
+                             partners: [Int32]?, now: Int64, statements s: Statements) throws(StoreError) {
+        guard !finals.isEmpty else { return }
+        var arena = SQLiteTextArena()
+        swap(&arena, &texts)
+        defer { swap(&arena, &texts) }
+        var start = 0
+        while start < finals.count {
+            let rows = Statements.rowsPerInsert(remaining: finals.count - start)
+            let statement = try s.insertFinals(rows: rows)
+            arena.removeAll()
+            for row in 0..<rows {
+                let final = finals[start + row]
+                let first = Int32(row) * Statements.finalColumns + 1
+                statement.bind(first, final.acceptSeq)
+                // The event's bytes as the batch holds them (the two plain events from their pieces), copied once.
+                if case .record(let record) = operations[final.operation] {
+                    record.text.withUTF8 { arena.append(first + 1, bytes: $0) }
+                }
+                statement.bind(first + 2, now)
+                if let partners, partners[final.operation] >= 0,
+                   let progress = operations[Int(partners[final.operation])].progressFields {
+                    statement.bind(first + 3, progress.attempts)
+                    statement.bind(first + 4, progress.sends)
+                    statement.bind(first + 5, progress.lastError)
+                }
+            }
+            try arena.withBound(to: statement) { () throws(StoreError) in
+                try statement.stepToEnd(operation: "committing a batch")
+            }
+            start += rows
+        }
+        finals.removeAll(keepingCapacity: true)
     }
 
     private func insert(_ insert: StoreBatch.Insert, seq: inout Int64, now: Int64, statements s: Statements,
@@ -483,48 +534,33 @@ public final class SQLiteMessageStore: MessageStore {
         return partners
     }
 
-    /// Journals `record`, marking its message final first (a `finals` row keyed by the message's accept_seq);
-    /// `progress` (the message's pending progress, carried by this final) is written in the same row.
-    private func record(_ record: StoreBatch.Record, progress: StoreBatch.ProgressFields?, seq: inout Int64, now: Int64,
-                        statements s: Statements, live: inout SQLiteLiveMessages,
+    /// Journals `record` (operation `index` of the batch). When it ends a live message, its final row is queued in
+    /// `finals` (`writeFinals` writes it, with the progress the record carries). When the message is not live,
+    /// a select (after the queued finals are written) tells an already final message (the record is not
+    /// journaled) from an unknown one (journaled, nothing marked).
+    private func record(_ record: StoreBatch.Record, at index: Int, _ operations: UnsafeBufferPointer<StoreBatch.Operation>,
+                        partners: [Int32]?, seq: inout Int64, now: Int64, statements s: Statements,
+                        live: inout SQLiteLiveMessages, finals: inout [PendingFinal],
                         result: inout StoreCommitResult) throws(StoreError) {
         let operation = "committing a batch"
         result.recordedThrough = max(result.recordedThrough ?? record.id, record.id)
         if let messageID = record.finalMessageID, let hash = record.finalMessageIDHash {
-            // The common case costs one statement: the message is live, and its final row is appended. Otherwise a
-            // select tells an already final message (not journaled) from an unknown one (journaled, nothing marked).
-            var acceptSeq: Int64
             if let found = live.find(messageID, hash: hash) {
-                acceptSeq = found.acceptSeq
                 live.remove(slot: found.slot)
+                finals.append(PendingFinal(operation: index, acceptSeq: found.acceptSeq))
             } else {
+                try writeFinals(&finals, operations, partners: partners, now: now, statements: s)
                 s.selectMessage.bind(1, messageID)
                 let stored = try s.selectMessage.step(operation: operation)
                 let alreadyFinal = stored && !s.selectMessage.isNull(1)
-                acceptSeq = stored ? s.selectMessage.int64(0) : -1
+                let acceptSeq = stored ? s.selectMessage.int64(0) : -1
                 s.selectMessage.reset()
                 if alreadyFinal {
                     result.duplicateFinalRecords.append(record.id)
                     return
                 }
-            }
-            if acceptSeq >= 0 {
-                s.insertFinal.bind(2, now)
-                s.insertFinal.bind(3, acceptSeq)
-                if let progress {
-                    s.insertFinal.bind(4, progress.attempts)
-                    s.insertFinal.bind(5, progress.sends)
-                    s.insertFinal.bind(6, progress.lastError)
-                }
-                // The event is bound without SQLite's copy (an allocation, a copy, a free), from its pieces when
-                // it is kept so (`EventText.withUTF8`).
-                let failure: StoreError? = record.text.withUTF8 { text in
-                    do throws(StoreError) { try s.insertFinal.run(binding: 1, utf8: text, operation: operation) } catch {
-                        return error
-                    }
-                    return nil
-                }
-                if let failure { throw failure }
+                // Stored and live, although the live set did not hold it: marked final all the same.
+                if stored { finals.append(PendingFinal(operation: index, acceptSeq: acceptSeq)) }
             }
         }
         if let messageID = record.handedOverMessageID {
@@ -745,7 +781,7 @@ public final class SQLiteMessageStore: MessageStore {
     /// Every statement, prepared once after the migrations (a multi-row events INSERT when first needed).
     private final class Statements {
         let begin, commit, rollback: SQLiteStatement
-        let selectMessage, deleteMessage, deleteFinal, updateProgress, insertFinal: SQLiteStatement
+        let selectMessage, deleteMessage, deleteFinal, updateProgress: SQLiteStatement
         let upsertHandedOver, updateState, probe: SQLiteStatement
         let pruneFinalMessages, pruneFinals, pruneHandedOver, oldestBlock, minCursor, blocksBefore, deleteBlock, selectBlockLines, cutBlock: SQLiteStatement
         let insertBlock, savepoint, releaseSavepoint, rollbackToSavepoint: SQLiteStatement
@@ -755,6 +791,10 @@ public final class SQLiteMessageStore: MessageStore {
         static let messageColumns: Int32 = 10
         /// `INSERT OR IGNORE INTO messages … VALUES (…), (…)` for 2^k rows at index k, prepared when first needed.
         private var messageInserts: [SQLiteStatement?] = Array(repeating: nil, count: messagesPerInsert.trailingZeroBitCount + 1)
+        /// Parameters per row of `insertFinals`.
+        static let finalColumns: Int32 = 6
+        /// `INSERT INTO finals … VALUES (…), (…)` for 2^k rows at index k, prepared when first needed.
+        private var finalInserts: [SQLiteStatement?] = Array(repeating: nil, count: messagesPerInsert.trailingZeroBitCount + 1)
 
         /// The rows of the next multi-row INSERT for a run of `remaining` (≥ 1) inserts: the largest power of two
         /// up to `remaining` and `messagesPerInsert`. Only 7 statement sizes are ever prepared: one per row count
@@ -782,6 +822,26 @@ public final class SQLiteMessageStore: MessageStore {
             messageInserts[slot] = statement
             return statement
         }
+
+        /// The multi-row INSERT of `rows` finals (a power of two up to `messagesPerInsert`): per row its
+        /// message's accept_seq, the final event, its time, and the progress it carries (attempts, sends,
+        /// last_error; NULL when none). A final is a narrow row appended to `finals` (schema version 3): the wide
+        /// message row is not rewritten, and no index moves it from live to final.
+        func insertFinals(rows: Int) throws(StoreError) -> SQLiteStatement {
+            precondition(rows > 0 && rows <= Statements.messagesPerInsert && rows & (rows - 1) == 0,
+                         "a multi-row INSERT of \(rows) finals")
+            let slot = rows.trailingZeroBitCount
+            if let statement = finalInserts[slot] { return statement }
+            let values = (0..<rows).map { row in
+                "(" + (1...Int(Statements.finalColumns)).map { "?\(row * Int(Statements.finalColumns) + $0)" }
+                    .joined(separator: ", ") + ")"
+            }.joined(separator: ", ")
+            let statement = try database.prepare("""
+                INSERT INTO finals (accept_seq, final_event, final_at_ms, attempts, sends, last_error) VALUES \(values)
+                """, operation: "preparing statements")
+            finalInserts[slot] = statement
+            return statement
+        }
         let selectLive, selectLiveIDs, selectHandedOver, selectEvents, upsertCursor, selectCursor: SQLiteStatement
         let database: SQLiteDatabase
         init(_ db: SQLiteDatabase) throws(StoreError) {
@@ -793,13 +853,6 @@ public final class SQLiteMessageStore: MessageStore {
             selectMessage = try db.prepare("""
                 SELECT m.accept_seq, f.final_event, f.final_at_ms FROM messages m
                 LEFT JOIN finals f ON f.accept_seq = m.accept_seq WHERE m.message_id = ?1
-                """, operation: op)
-            // A final is a narrow row appended to `finals` (schema version 3): the wide message row is not
-            // rewritten, and no index moves it from live to final (about 7,000 instructions per message fewer
-            // than the update of schema 2). ?4–?6: the progress it carries, NULL when none.
-            insertFinal = try db.prepare("""
-                INSERT INTO finals (accept_seq, final_event, final_at_ms, attempts, sends, last_error)
-                VALUES (?3, ?1, ?2, ?4, ?5, ?6)
                 """, operation: op)
             deleteMessage = try db.prepare("DELETE FROM messages WHERE accept_seq = ?1", operation: op)
             deleteFinal = try db.prepare("DELETE FROM finals WHERE accept_seq = ?1", operation: op)
