@@ -184,6 +184,53 @@ import Testing
         #expect(try store.load(nowUnixMillis: 3_000).live.isEmpty)
     }
 
+    /// Pruning walks the finals in accept order, with no index on their time. A final not due when the walk
+    /// passes it (its message was live for long) does not hold back the ones after it, and is pruned once due;
+    /// so is a final written after the walk passed its message. Neither is pruned early, and a reopen (the
+    /// walk restarts from the committed prune floor) loses neither.
+    @Test(arguments: [false, true])
+    func finalsOfMessagesLiveForLongArePrunedOnceDueAndHoldNothingBack(reopen: Bool) throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        let configuration = StoreConfiguration(finalRetentionMillis: 10_000)
+        var store = try SQLiteMessageStore(directory: state, configuration: configuration)
+        defer { store.close() }
+        let empty = StoreBatch()
+        _ = try store.commit(batch(inserting: ["slow", "late", "b"]), nowUnixMillis: 1_000)  // accept_seqs 1, 2, 3
+        _ = try store.commit(batch { $0.record(final(1, "b")) }, nowUnixMillis: 1_001)
+        _ = try store.commit(batch { $0.record(final(2, "slow")) }, nowUnixMillis: 9_000)
+        _ = try store.commit(batch(inserting: ["c"], at: 5_000), nowUnixMillis: 5_000)
+        _ = try store.commit(batch { $0.record(final(3, "c")) }, nowUnixMillis: 5_001)
+
+        // Cutoff 2,000: "slow" (final at 9,000) waits, "b" after it is pruned, the walk stops at "c".
+        _ = try store.commit(empty, nowUnixMillis: 12_000)
+        #expect(try store.storedMessage("b") == nil)
+        #expect(try store.storedMessage("slow")?.finalEvent == finalLine("slow"))
+        #expect(try store.storedMessage("c")?.finalEvent == finalLine("c"))
+        // "late" (accepted at 1,000) becomes final after the walk passed it.
+        _ = try store.commit(batch { $0.record(final(4, "late")) }, nowUnixMillis: 12_001)
+        #expect(try store.integer("SELECT prune_floor FROM store_state") == 1)
+
+        // Cutoff 9,000: "c" is pruned; "slow" is not due yet (9,000 is not before the cutoff).
+        _ = try store.commit(empty, nowUnixMillis: 19_000)
+        #expect(try store.storedMessage("c") == nil)
+        #expect(try store.storedMessage("slow") != nil && store.storedMessage("late") != nil)
+        if reopen {
+            store.close()
+            store = try SQLiteMessageStore(directory: state, configuration: configuration)
+        }
+        // Cutoff 9,001: "slow" goes; "late" (final at 12,001) stays until cutoff 12,002.
+        _ = try store.commit(empty, nowUnixMillis: 19_001)
+        #expect(try store.storedMessage("slow") == nil)
+        #expect(try store.storedMessage("late")?.finalEvent == finalLine("late"))
+        _ = try store.commit(empty, nowUnixMillis: 22_001)
+        #expect(try store.storedMessage("late") != nil)
+        _ = try store.commit(empty, nowUnixMillis: 22_002)
+        #expect(try store.storedMessage("late") == nil)
+        #expect(try store.integer("SELECT count(*) FROM finals") == 0)
+        #expect(try store.integer("SELECT count(*) FROM messages") == 0)
+    }
+
     /// The live set against a plain model, under random inserts and removals (accept seqs increasing, with
     /// now and then one out of order): `find` agrees, and the floor is always the lowest live accept_seq.
     @Test(arguments: [1, 2, 3])

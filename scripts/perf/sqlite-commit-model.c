@@ -26,6 +26,9 @@
 //      messages WHERE message_id = ?.
 //   K  D with the live floor kept by the writer (written with last_seq, no query) and the final's progress in
 //      its finals row (attempts, sends, last_error).
+//   P  K without the index on final_at_ms: pruning walks the finals in accept_seq order from a cursor (one
+//      query per commit, joined with the message's accepted_at_ms to stop at the first one accepted within
+//      the retention), deleting the due ones by accept_seq.
 //   U  A, but a commit's finals go in by multi-row UPDATEs (UPDATE ... FROM (VALUES (message_id, event), ...)),
 //      64, 64, 8 and 4 rows, each in a savepoint, as the inserts do.
 #include <sqlite3.h>
@@ -60,6 +63,9 @@ int main(int argc, char **argv) {
         snprintf(sql, sizeof sql, "CREATE TABLE messages (accept_seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, target TEXT NOT NULL, rate_key TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, time_to_live INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sends INTEGER NOT NULL DEFAULT 0, last_error TEXT);"
             "CREATE TABLE finals (accept_seq INTEGER PRIMARY KEY, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);"
             "CREATE INDEX finals_at ON finals(final_at_ms);");
+    } else if (v == 'P') {
+        snprintf(sql, sizeof sql, "CREATE TABLE messages (accept_seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, target TEXT NOT NULL, rate_key TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, time_to_live INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sends INTEGER NOT NULL DEFAULT 0, last_error TEXT);"
+            "CREATE TABLE finals (accept_seq INTEGER PRIMARY KEY, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);");
     } else if (v == 'K') {
         snprintf(sql, sizeof sql, "CREATE TABLE messages (accept_seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, target TEXT NOT NULL, rate_key TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, time_to_live INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sends INTEGER NOT NULL DEFAULT 0, last_error TEXT);"
             "CREATE TABLE finals (accept_seq INTEGER PRIMARY KEY, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);"
@@ -102,7 +108,7 @@ int main(int argc, char **argv) {
     else if (v == 'F' || v == 'G') final = prep("UPDATE messages SET final_event = ?1, final_at_ms = ?2, json = '', target = '', rate_key = '' WHERE accept_seq = ?4 AND final_event IS NULL AND ?3 IS NOT NULL");
     else if (v == 'A' || v == 'U') final = prep("UPDATE messages SET final_event = ?1, final_at_ms = ?2, json = '', target = '', rate_key = '' WHERE message_id = ?3 AND final_event IS NULL");
     else if (v == 'B') final = prep("INSERT OR IGNORE INTO finals (seq, message_id, final_event, final_at_ms) SELECT ?4, ?3, ?1, ?2 WHERE EXISTS (SELECT 1 FROM messages WHERE message_id = ?3)");
-    else if (v == 'K') final = prep("INSERT INTO finals (accept_seq, final_event, final_at_ms, attempts, sends, last_error) VALUES (?4, ?1, ?2, 1, 1, NULL)");
+    else if (v == 'K' || v == 'P') final = prep("INSERT INTO finals (accept_seq, final_event, final_at_ms, attempts, sends, last_error) VALUES (?4, ?1, ?2, 1, 1, NULL)");
     else final = prep("INSERT OR IGNORE INTO finals (accept_seq, final_event, final_at_ms) VALUES (?4, ?1, ?2)");
     sqlite3_stmt *updates[65] = {0};
     if (v == 'U') for (int rows = 4; rows <= 64; rows *= 2) {
@@ -113,11 +119,16 @@ int main(int argc, char **argv) {
         if (rows == 64 && getenv("PLAN")) { char q[8300]; snprintf(q, sizeof q, "EXPLAIN QUERY PLAN %s", up); sqlite3_stmt *e = prep(q); while (sqlite3_step(e) == SQLITE_ROW) printf("plan: %s\n", sqlite3_column_text(e, 3)); sqlite3_finalize(e); }
     }
     sqlite3_stmt *block = prep("INSERT INTO event_blocks (first_seq, last_seq, time_ms, lines) VALUES (?1, ?2, ?3, ?4)");
-    sqlite3_stmt *lastseq = prep(v == 'K' ? "UPDATE store_state SET last_seq = ?1, probe_ms = ?1 WHERE id = 1" : "UPDATE store_state SET last_seq = ?1 WHERE id = 1");
+    sqlite3_stmt *lastseq = prep(v == 'K' || v == 'P' ? "UPDATE store_state SET last_seq = ?1, probe_ms = ?1 WHERE id = 1" : "UPDATE store_state SET last_seq = ?1 WHERE id = 1");
     // PRUNE=1: the finals of every earlier commit qualify (steady state past the retention: each commit prunes one).
     int pruning = getenv("PRUNE") != 0;
     sqlite3_stmt *pruneMessages = v == 'K' || v == 'D' || v == 'H' ? prep("DELETE FROM messages WHERE accept_seq IN (SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)") : 0;
-    sqlite3_stmt *pruneFinal;
+    sqlite3_stmt *pruneFinal = 0, *walk = 0, *delFinal = 0, *delMessage = 0; long long cursor = 0;
+    if (v == 'P') {
+        walk = prep("SELECT f.accept_seq, f.final_at_ms, m.accepted_at_ms FROM finals f JOIN messages m ON m.accept_seq = f.accept_seq WHERE f.accept_seq >= ?1 ORDER BY f.accept_seq LIMIT ?2");
+        delFinal = prep("DELETE FROM finals WHERE accept_seq = ?1");
+        delMessage = prep("DELETE FROM messages WHERE accept_seq = ?1");
+    } else
     if (v == 'A' || v == 'U' || v == 'F' || v == 'G') pruneFinal = prep("DELETE FROM messages WHERE message_id IN (SELECT message_id FROM messages WHERE final_event IS NOT NULL AND final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)");
     else if (v == 'D' || v == 'E' || v == 'H' || v == 'K') pruneFinal = prep(pruning ? "DELETE FROM finals WHERE accept_seq IN (SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)" : "SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2");
     else pruneFinal = prep("SELECT final_at_ms FROM finals WHERE ?1 IS NOT NULL AND ?2 IS NOT NULL ORDER BY rowid LIMIT 1");
@@ -198,7 +209,21 @@ int main(int argc, char **argv) {
         sqlite3_bind_int64(lastseq, 1, seq); run(lastseq);
         long long cutoff = pruning ? now : now - 86400000;
         if (pruneMessages && pruning) { sqlite3_bind_int64(pruneMessages, 1, cutoff); sqlite3_bind_int64(pruneMessages, 2, 1000); run(pruneMessages); }
-        sqlite3_bind_int64(pruneFinal, 1, cutoff); sqlite3_bind_int64(pruneFinal, 2, 1000); run(pruneFinal);
+        if (v == 'P') {
+            long long due[1000]; int ndue = 0;
+            sqlite3_bind_int64(walk, 1, cursor); sqlite3_bind_int64(walk, 2, 1000);
+            while (sqlite3_step(walk) == SQLITE_ROW) {
+                if (sqlite3_column_int64(walk, 2) >= cutoff) break;
+                long long a = sqlite3_column_int64(walk, 0);
+                if (sqlite3_column_int64(walk, 1) < cutoff) due[ndue++] = a;
+                cursor = a + 1;
+            }
+            sqlite3_reset(walk);
+            for (int d = 0; d < ndue; d++) {
+                sqlite3_bind_int64(delFinal, 1, due[d]); run(delFinal);
+                sqlite3_bind_int64(delMessage, 1, due[d]); run(delMessage);
+            }
+        } else { sqlite3_bind_int64(pruneFinal, 1, cutoff); sqlite3_bind_int64(pruneFinal, 2, 1000); run(pruneFinal); }
         sqlite3_bind_int64(pruneHO, 1, now - 600000); sqlite3_bind_int64(pruneHO, 2, 1000); run(pruneHO);
         run(oldest); run(mincur);
         if (v == 'H' || v == 'D') {

@@ -37,6 +37,9 @@ public final class SQLiteMessageStore: MessageStore {
     private var live = SQLiteLiveMessages()
     private var liveFloor: Int64 = 0
     private var liveIsStale = false
+    /// The walk that prunes final messages, and its floor as last committed (`store_state.prune_floor`).
+    private var finalsPruning = SQLiteFinalsPruning(floor: 0)
+    private var pruneFloor: Int64 = 0
     /// The text of the events block being written or cut (kept: no allocation per commit).
     private var blockText: [UInt8] = []
     /// The text parameters of a multi-row insert (kept: no allocation per statement).
@@ -73,6 +76,8 @@ public final class SQLiteMessageStore: MessageStore {
                 FROM store_state
                 """, operation: "reading the journal")
             liveFloor = try database.integer("SELECT live_floor FROM store_state", operation: "reading the live floor")
+            pruneFloor = try database.integer("SELECT prune_floor FROM store_state", operation: "reading the prune floor")
+            finalsPruning = SQLiteFinalsPruning(floor: pruneFloor)
             try rebuildLive(statements!)
         } catch {
             statements = nil
@@ -264,23 +269,28 @@ public final class SQLiteMessageStore: MessageStore {
                 s.probe.bind(1, now)
                 try s.probe.run(operation: operation)
             }
-            let floor = live.floor(next: seq + 1)
-            if seq != lastSeq || floor != liveFloor {
-                s.updateState.bind(1, seq)
-                s.updateState.bind(2, floor)
-                try s.updateState.run(operation: operation)
-            }
             try writeJournal(result.journaled, statements: s)
             try prune(now: now, lastSeq: seq, statements: s)
+            let floor = live.floor(next: seq + 1)
+            let finalsFloor = finalsPruning.floor
+            if seq != lastSeq || floor != liveFloor || finalsFloor != pruneFloor {
+                s.updateState.bind(1, seq)
+                s.updateState.bind(2, floor)
+                s.updateState.bind(3, finalsFloor)
+                try s.updateState.run(operation: operation)
+            }
             try s.commit.run(operation: operation)
             lastSeq = seq
             liveFloor = floor
+            pruneFloor = finalsFloor
             return result
         } catch {
             if database.isInTransaction { try? s.rollback.run(operation: operation) }
-            // The commit's changes to the live set were rolled back with it: rebuilt before the next commit.
+            // The commit's changes to the live set and the pruning walk were rolled back with it: the live set
+            // is rebuilt before the next commit, the walk restarts from the committed floor.
             live.removeAll()
             liveIsStale = true
+            finalsPruning = SQLiteFinalsPruning(floor: pruneFloor)
             throw error
         }
     }
@@ -352,6 +362,11 @@ public final class SQLiteMessageStore: MessageStore {
     private func writeFinals(_ finals: inout [PendingFinal], _ operations: UnsafeBufferPointer<StoreBatch.Operation>,
                              partners: [Int32]?, now: Int64, statements s: Statements) throws(StoreError) {
         guard !finals.isEmpty else { return }
+        // A final the pruning walk already passed (its message accepted before the retention) waits for it there.
+        let walked = finalsPruning.cursor
+        for final in finals where final.acceptSeq < walked {
+            finalsPruning.wrote(acceptSeq: final.acceptSeq, finalAt: now)
+        }
         var arena = SQLiteTextArena()
         swap(&arena, &texts)
         defer { swap(&arena, &texts) }
@@ -416,8 +431,8 @@ public final class SQLiteMessageStore: MessageStore {
     }
 
     /// Deletes a final message's row and its final (both keyed by its accept_seq).
-    private func deleteMessage(acceptSeq: Int64, statements s: Statements) throws(StoreError) {
-        let operation = "committing a batch"
+    private func deleteMessage(acceptSeq: Int64, statements s: Statements,
+                               operation: String = "committing a batch") throws(StoreError) {
         s.deleteMessage.bind(1, acceptSeq)
         try s.deleteMessage.run(operation: operation)
         s.deleteFinal.bind(1, acceptSeq)
@@ -634,12 +649,7 @@ public final class SQLiteMessageStore: MessageStore {
     private func prune(now: Int64, lastSeq: Int64, statements s: Statements) throws(StoreError) {
         let operation = "pruning"
         let limit = configuration.pruneLimitPerCommit
-        s.pruneFinalMessages.bind(1, now - configuration.finalRetentionMillis)
-        s.pruneFinalMessages.bind(2, limit)
-        try s.pruneFinalMessages.run(operation: operation)
-        s.pruneFinals.bind(1, now - configuration.finalRetentionMillis)
-        s.pruneFinals.bind(2, limit)
-        try s.pruneFinals.run(operation: operation)
+        try pruneFinalMessages(before: now - configuration.finalRetentionMillis, limit: limit, statements: s)
         s.pruneHandedOver.bind(1, now - configuration.dedupeWindowMillis)
         s.pruneHandedOver.bind(2, limit)
         try s.pruneHandedOver.run(operation: operation)
@@ -680,6 +690,30 @@ public final class SQLiteMessageStore: MessageStore {
                 try cutBlock(head.first, before: head.through + 1, statements: s)
             }
         }
+    }
+
+    /// Deletes at most `limit` final messages whose final is older than `cutoff` (ms since 1970): those waiting
+    /// in `finalsPruning` first, then those the walk meets from its cursor on (at most `limit` looked at), up to
+    /// the first message accepted at or after `cutoff`. In a flood within the retention: one step of one query.
+    private func pruneFinalMessages(before cutoff: Int64, limit: Int, statements s: Statements) throws(StoreError) {
+        let operation = "pruning"
+        var pruning = SQLiteFinalsPruning(floor: 0)
+        swap(&pruning, &finalsPruning)
+        defer { swap(&pruning, &finalsPruning) }
+        var due = pruning.takeDue(before: cutoff, limit: limit)
+        if due.count < limit {
+            s.walkFinals.bind(1, pruning.cursor)
+            s.walkFinals.bind(2, limit)
+            defer { s.walkFinals.reset() }
+            while due.count < limit, try s.walkFinals.step(operation: operation) {
+                guard s.walkFinals.int64(2) < cutoff else { break }
+                let acceptSeq = s.walkFinals.int64(0), finalAt = s.walkFinals.int64(1)
+                pruning.passed(acceptSeq: acceptSeq, finalAt: finalAt, due: finalAt < cutoff)
+                if finalAt < cutoff { due.append(acceptSeq) }
+            }
+            s.walkFinals.reset()
+        }
+        for acceptSeq in due { try deleteMessage(acceptSeq: acceptSeq, statements: s, operation: operation) }
     }
 
     /// Rewrites the block starting at `first` from seq `keep` on (`first < keep <=` its last seq): the lines
@@ -783,7 +817,7 @@ public final class SQLiteMessageStore: MessageStore {
         let begin, commit, rollback: SQLiteStatement
         let selectMessage, deleteMessage, deleteFinal, updateProgress: SQLiteStatement
         let upsertHandedOver, updateState, probe: SQLiteStatement
-        let pruneFinalMessages, pruneFinals, pruneHandedOver, oldestBlock, minCursor, blocksBefore, deleteBlock, selectBlockLines, cutBlock: SQLiteStatement
+        let walkFinals, pruneHandedOver, oldestBlock, minCursor, blocksBefore, deleteBlock, selectBlockLines, cutBlock: SQLiteStatement
         let insertBlock, savepoint, releaseSavepoint, rollbackToSavepoint: SQLiteStatement
         /// Most rows per multi-row messages INSERT: 10 parameters each, below SQLite's variable limit (999 before
         /// 3.32, 32,766 since).
@@ -860,16 +894,14 @@ public final class SQLiteMessageStore: MessageStore {
                 "UPDATE messages SET attempts = ?1, sends = ?2, last_error = ?3 WHERE accept_seq = ?4", operation: op)
             upsertHandedOver = try db.prepare(
                 "INSERT OR REPLACE INTO handed_over (message_id, at_ms) VALUES (?1, ?2)", operation: op)
-            updateState = try db.prepare("UPDATE store_state SET last_seq = ?1, live_floor = ?2 WHERE id = 1", operation: op)
+            updateState = try db.prepare(
+                "UPDATE store_state SET last_seq = ?1, live_floor = ?2, prune_floor = ?3 WHERE id = 1", operation: op)
             probe = try db.prepare("UPDATE store_state SET probe_ms = ?1 WHERE id = 1", operation: op)
-            // The message rows first, then their finals: both pick the same finals (the oldest, at most ?2).
-            pruneFinalMessages = try db.prepare("""
-                DELETE FROM messages WHERE accept_seq IN (
-                    SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)
-                """, operation: op)
-            pruneFinals = try db.prepare("""
-                DELETE FROM finals WHERE accept_seq IN (
-                    SELECT accept_seq FROM finals WHERE final_at_ms < ?1 ORDER BY final_at_ms LIMIT ?2)
+            // The pruning walk (`SQLiteFinalsPruning`): finals from accept_seq ?1 on, with their message's accept time.
+            walkFinals = try db.prepare("""
+                SELECT f.accept_seq, f.final_at_ms, coalesce(m.accepted_at_ms, f.final_at_ms)
+                FROM finals f LEFT JOIN messages m ON m.accept_seq = f.accept_seq
+                WHERE f.accept_seq >= ?1 ORDER BY f.accept_seq LIMIT ?2
                 """, operation: op)
             pruneHandedOver = try db.prepare("""
                 DELETE FROM handed_over WHERE message_id IN (
