@@ -231,6 +231,29 @@ import Testing
         #expect(try store.integer("SELECT count(*) FROM messages") == 0)
     }
 
+    /// A rate key equal to the target is stored as NULL and read back as the target; a different one is
+    /// stored and read back as itself.
+    @Test func aRateKeyIsStoredOnlyWhenItDiffersFromTheTarget() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        let own = MessageRecord(messageID: "own", json: #"{"to":"t"}"#, to: "t", rateKey: "k", acceptedAt: 1,
+                                acceptedAtUnixMillis: 1_000, timeToLive: 60)
+        do {
+            let store = try SQLiteMessageStore(directory: state)
+            defer { store.close() }
+            _ = try store.commit(batch { b in
+                b.insert(StoreBatch.Insert(record: own, line: nil, acceptedLine: acceptedLine("own")))
+                b.insert(insert("same"))
+            }, nowUnixMillis: 1_000)
+            #expect(try store.integer("SELECT count(*) FROM messages WHERE rate_key IS NULL") == 1)
+        }
+        let store = try SQLiteMessageStore(directory: state)
+        defer { store.close() }
+        let live = try store.load(nowUnixMillis: 2_000).live
+        #expect(live.map(\.rateKey) == ["k", "tok-same"])
+        #expect(live.map(\.to) == ["t", "tok-same"])
+    }
+
     /// The live set against a plain model, under random inserts and removals (accept seqs increasing, with
     /// now and then one out of order): `find` agrees, and the floor is always the lowest live accept_seq.
     @Test(arguments: [1, 2, 3])

@@ -501,7 +501,9 @@ public final class SQLiteMessageStore: MessageStore {
         statement.bind(first + 1, acceptSeq)
         texts.append(first + 2, utf8: record.jsonUTF8)
         texts.append(first + 3, record.to)
-        texts.append(first + 4, record.rateKey)
+        // Left NULL when the same as the target (always, from ccsd's intake; every run ends by clearing the
+        // bindings): a text less to bind and to store.
+        if record.rateKey != record.to { texts.append(first + 4, record.rateKey) }
         statement.bind(first + 5, record.acceptedAtUnixMillis)
         statement.bind(first + 6, record.timeToLive)
         statement.bind(first + 7, record.attempts)
@@ -922,7 +924,8 @@ public final class SQLiteMessageStore: MessageStore {
             cutBlock = try db.prepare("UPDATE event_blocks SET first_seq = ?1, lines = ?3 WHERE first_seq = ?2", operation: op)
             // The live messages: from the live floor ?1 on, those without a final.
             selectLive = try db.prepare("""
-                SELECT message_id, json, target, rate_key, accepted_at_ms, time_to_live, attempts, sends, last_error
+                SELECT message_id, json, target, coalesce(rate_key, target), accepted_at_ms, time_to_live, attempts, sends,
+                       last_error
                 FROM messages m WHERE accept_seq >= ?1
                 AND NOT EXISTS (SELECT 1 FROM finals f WHERE f.accept_seq = m.accept_seq) ORDER BY accept_seq
                 """, operation: op)

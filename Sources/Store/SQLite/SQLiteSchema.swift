@@ -91,7 +91,7 @@ enum SQLiteSchema {
             message_id     TEXT NOT NULL,
             json           TEXT NOT NULL,       -- the legacy XMPP JSON sent inside <gcm> (ccs-protocol.md §3)
             target         TEXT NOT NULL,
-            rate_key       TEXT NOT NULL,
+            rate_key       TEXT,                -- NULL: the same as target (as ccsd's intake always gives it)
             accepted_at_ms INTEGER NOT NULL,    -- wall clock at intake, ms since 1970: the time_to_live clock
             time_to_live   INTEGER NOT NULL,    -- seconds
             attempts       INTEGER NOT NULL DEFAULT 0,  -- as of its last progress while live
@@ -108,8 +108,8 @@ enum SQLiteSchema {
         );
         INSERT INTO messages_v3 (accept_seq, message_id, json, target, rate_key, accepted_at_ms, time_to_live,
                                  attempts, sends, last_error)
-            SELECT accept_seq, message_id, json, target, rate_key, accepted_at_ms, time_to_live, attempts, sends,
-                   last_error FROM messages ORDER BY accept_seq;
+            SELECT accept_seq, message_id, json, target, nullif(rate_key, target), accepted_at_ms, time_to_live,
+                   attempts, sends, last_error FROM messages ORDER BY accept_seq;
         INSERT INTO finals (accept_seq, final_event, final_at_ms)
             SELECT accept_seq, final_event, coalesce(final_at_ms, 0) FROM messages WHERE final_event IS NOT NULL;
         DROP TABLE messages;
