@@ -59,17 +59,11 @@ int main(int argc, char **argv) {
     } else if (v == 'B') {
         snprintf(sql, sizeof sql, "CREATE TABLE messages (%s);"
             "CREATE TABLE finals (seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);", msgcols);
-    } else if (v == 'H') {
+    } else if (v == 'H' || v == 'K' || v == 'P') {
+        // H and K index the finals' time; P walks them in accept order instead.
         snprintf(sql, sizeof sql, "CREATE TABLE messages (accept_seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, target TEXT NOT NULL, rate_key TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, time_to_live INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sends INTEGER NOT NULL DEFAULT 0, last_error TEXT);"
-            "CREATE TABLE finals (accept_seq INTEGER PRIMARY KEY, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);"
-            "CREATE INDEX finals_at ON finals(final_at_ms);");
-    } else if (v == 'P') {
-        snprintf(sql, sizeof sql, "CREATE TABLE messages (accept_seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, target TEXT NOT NULL, rate_key TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, time_to_live INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sends INTEGER NOT NULL DEFAULT 0, last_error TEXT);"
-            "CREATE TABLE finals (accept_seq INTEGER PRIMARY KEY, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);");
-    } else if (v == 'K') {
-        snprintf(sql, sizeof sql, "CREATE TABLE messages (accept_seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, target TEXT NOT NULL, rate_key TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, time_to_live INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sends INTEGER NOT NULL DEFAULT 0, last_error TEXT);"
-            "CREATE TABLE finals (accept_seq INTEGER PRIMARY KEY, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);"
-            "CREATE INDEX finals_at ON finals(final_at_ms);");
+            "CREATE TABLE finals (accept_seq INTEGER PRIMARY KEY, final_event TEXT NOT NULL, final_at_ms INTEGER NOT NULL, attempts INTEGER, sends INTEGER, last_error TEXT);%s",
+            v == 'P' ? "" : "CREATE INDEX finals_at ON finals(final_at_ms);");
     } else if (v == 'F') {
         snprintf(sql, sizeof sql, "CREATE TABLE messages (accept_seq INTEGER PRIMARY KEY, message_id TEXT NOT NULL UNIQUE, json TEXT NOT NULL, target TEXT NOT NULL, rate_key TEXT NOT NULL, accepted_at_ms INTEGER NOT NULL, time_to_live INTEGER NOT NULL, attempts INTEGER NOT NULL DEFAULT 0, sends INTEGER NOT NULL DEFAULT 0, last_error TEXT, final_event TEXT, final_at_ms INTEGER);"
             "CREATE INDEX messages_final ON messages(final_at_ms) WHERE final_event IS NOT NULL;");

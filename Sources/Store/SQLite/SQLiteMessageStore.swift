@@ -844,19 +844,10 @@ public final class SQLiteMessageStore: MessageStore {
 
         /// The multi-row INSERT of `rows` rows, a power of two up to `messagesPerInsert` (`rowsPerInsert`).
         func insertMessages(rows: Int) throws(StoreError) -> SQLiteStatement {
-            precondition(rows > 0 && rows <= Statements.messagesPerInsert && rows & (rows - 1) == 0,
-                         "a multi-row INSERT of \(rows) rows")
-            let slot = rows.trailingZeroBitCount
-            if let statement = messageInserts[slot] { return statement }
-            let values = (0..<rows).map { row in
-                "(" + (1...10).map { "?\(row * 10 + $0)" }.joined(separator: ", ") + ")"
-            }.joined(separator: ", ")
-            let statement = try database.prepare("""
+            try multiRowInsert("""
                 INSERT OR IGNORE INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms,
-                                                time_to_live, attempts, sends, last_error) VALUES \(values)
-                """, operation: "preparing statements")
-            messageInserts[slot] = statement
-            return statement
+                                                time_to_live, attempts, sends, last_error) VALUES
+                """, rows: rows, columns: Int(Statements.messageColumns), cache: &messageInserts)
         }
 
         /// The multi-row INSERT of `rows` finals (a power of two up to `messagesPerInsert`): per row its
@@ -864,18 +855,24 @@ public final class SQLiteMessageStore: MessageStore {
         /// last_error; NULL when none). A final is a narrow row appended to `finals` (schema version 3): the wide
         /// message row is not rewritten, and no index moves it from live to final.
         func insertFinals(rows: Int) throws(StoreError) -> SQLiteStatement {
+            try multiRowInsert("""
+                INSERT INTO finals (accept_seq, final_event, final_at_ms, attempts, sends, last_error) VALUES
+                """, rows: rows, columns: Int(Statements.finalColumns), cache: &finalInserts)
+        }
+
+        /// `head` and `rows` rows of `columns` parameters each (?1, ?2, … row after row), prepared when first
+        /// needed and kept in `cache` at index log2(`rows`).
+        private func multiRowInsert(_ head: String, rows: Int, columns: Int,
+                                    cache: inout [SQLiteStatement?]) throws(StoreError) -> SQLiteStatement {
             precondition(rows > 0 && rows <= Statements.messagesPerInsert && rows & (rows - 1) == 0,
-                         "a multi-row INSERT of \(rows) finals")
+                         "a multi-row INSERT of \(rows) rows")
             let slot = rows.trailingZeroBitCount
-            if let statement = finalInserts[slot] { return statement }
+            if let statement = cache[slot] { return statement }
             let values = (0..<rows).map { row in
-                "(" + (1...Int(Statements.finalColumns)).map { "?\(row * Int(Statements.finalColumns) + $0)" }
-                    .joined(separator: ", ") + ")"
+                "(" + (1...columns).map { "?\(row * columns + $0)" }.joined(separator: ", ") + ")"
             }.joined(separator: ", ")
-            let statement = try database.prepare("""
-                INSERT INTO finals (accept_seq, final_event, final_at_ms, attempts, sends, last_error) VALUES \(values)
-                """, operation: "preparing statements")
-            finalInserts[slot] = statement
+            let statement = try database.prepare(head + " " + values, operation: "preparing statements")
+            cache[slot] = statement
             return statement
         }
         let selectLive, selectLiveIDs, selectHandedOver, selectEvents, upsertCursor, selectCursor: SQLiteStatement
