@@ -96,6 +96,20 @@ import XMPP
         #expect(sent[5]["STOPPING"] == "1")
     }
 
+    /// While the store migrates at start, every report pushes systemd's start timeout out by 30 s and says why
+    /// in the status line (`ServeCommand.startProgress`).
+    @Test func aMigrationAtStartExtendsTheStartTimeoutAtEveryReport() throws {
+        let socket = try NotifySocket()
+        setenv("NOTIFY_SOCKET", socket.path, 1)
+        defer { unsetenv("NOTIFY_SOCKET") }
+        let progress = ServeCommand.startProgress(logger: Logger(minimum: .error), notifier: SystemdNotifier())
+        progress(3)
+        progress(3)
+        let sent = socket.datagrams().map(Self.assignments)
+        #expect(sent == Array(repeating: ["EXTEND_TIMEOUT_USEC": "30000000",
+                                          "STATUS": "migrating the store to schema version 3"], count: 2))
+    }
+
     /// Work the store writer posts from its queue, run on the manual loop by `settle`.
     final class Inbox: @unchecked Sendable {
         private let items = Locked<[@Sendable () -> Void]>([])

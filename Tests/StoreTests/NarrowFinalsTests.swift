@@ -56,6 +56,41 @@ import Testing
         #expect(try store.integer("SELECT live_floor FROM store_state") == 1)
     }
 
+    /// A migration reports its target version when it starts and then at every interval while it runs (here
+    /// an interval of 0: at each of SQLite's progress callbacks); opening a current database reports nothing.
+    @Test func aMigrationReportsItsProgress() throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        do {
+            let database = try SQLiteDatabase(path: state + "/ccsd.sqlite3")
+            defer { database.close() }
+            try database.execute("PRAGMA journal_mode = WAL", operation: "test")
+            try database.execute(SQLiteSchema.migrations[0], operation: "test")
+            try database.execute(SQLiteSchema.migrations[1], operation: "test")
+            try database.execute("PRAGMA user_version = 2", operation: "test")
+            try database.execute("""
+                WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
+                INSERT INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms, time_to_live,
+                                      final_event, final_at_ms)
+                SELECT 'm' || i, i, '', '', '', 1000, 60, '{"event":"acked"}', 2000 FROM n;
+                """, operation: "test")
+        }
+        var reports: [Int] = []
+        do {
+            let store = try SQLiteMessageStore(directory: state, configuration: StoreConfiguration(),
+                                               migrations: SQLiteSchema.migrations,
+                                               migrationProgress: { reports.append($0) }, progressInterval: 0)
+            defer { store.close() }
+            #expect(try store.integer("SELECT count(*) FROM finals") == 20_000)
+        }
+        #expect(reports.count > 2 && reports.allSatisfy { $0 == 3 })
+        reports.removeAll()
+        let store = try SQLiteMessageStore(directory: state, migrationProgress: { reports.append($0) })
+        defer { store.close() }
+        #expect(reports.isEmpty)
+    }
+
     /// The floor stays at a message that stays live while thousands after it become final (the writer's
     /// accept-order list is compacted meanwhile), so a reopen still finds it; once it is final too, the floor
     /// is the next seq and nothing is read.

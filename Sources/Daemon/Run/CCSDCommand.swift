@@ -52,7 +52,7 @@ public enum CCSDCommand {
         // The store first: one that cannot be opened (locked, read-only, corrupt) stops ccsd before any connection.
         let store: any MessageStore
         do {
-            store = try configuration.openStore()
+            store = try configuration.openStore(migrationProgress: logger.storeMigrationLog())
         } catch {
             StandardStreams.writeError("ccsd: \(error)\n")
             return DaemonLifecycle.ExitCode.storeFailed.rawValue

@@ -1,5 +1,18 @@
 import Store
 
+extension Logger {
+    /// A `migrationProgress` for `Configuration.openStore` that logs the start of each schema migration (a
+    /// migration of a large store takes a while; the log says why the start is slow).
+    public func storeMigrationLog() -> (Int) -> Void {
+        var logged: Set<Int> = []
+        return { version in
+            if logged.insert(version).inserted {
+                self.info("migrating the store", ["schema_version": "\(version)"])
+            }
+        }
+    }
+}
+
 extension Configuration {
     /// The store's settings from the configuration (`store_synchronous`, `final_retention_seconds`,
     /// `events_retention_seconds`; the upstream dedupe window is `upstream_dedupe_seconds`; the page cache
@@ -25,9 +38,10 @@ extension Configuration {
     }
 
     /// Opens the store `store` selects: SQLite in the state directory (created if missing, locked for this
-    /// process), or in memory.
+    /// process), or in memory. `migrationProgress`: as `SQLiteMessageStore.init`'s (the schema version a
+    /// migration moves the database to, when it starts and about every second while it runs).
     /// - Throws: `StoreError` naming the path and SQLite's message (the caller exits 5).
-    public func openStore() throws(StoreError) -> any MessageStore {
+    public func openStore(migrationProgress: ((Int) -> Void)? = nil) throws(StoreError) -> any MessageStore {
         switch store {
         case .memory:
             // Nothing survives the process, so nothing is kept past its use either: final messages and events
@@ -37,7 +51,8 @@ extension Configuration {
             configuration.eventsRetentionMillis = 0
             return InMemoryMessageStore(configuration: configuration)
         case .sqlite:
-            return try SQLiteMessageStore(directory: stateDirectory ?? "/var/lib/ccsd", configuration: storeConfiguration)
+            return try SQLiteMessageStore(directory: stateDirectory ?? "/var/lib/ccsd", configuration: storeConfiguration,
+                                          migrationProgress: migrationProgress)
         }
     }
 }

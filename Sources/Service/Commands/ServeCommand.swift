@@ -39,7 +39,7 @@ enum ServeCommand {
         // The store first: one that cannot be opened stops ccsd before the API or any connection.
         let store: any MessageStore
         do {
-            store = try openStore(configuration)
+            store = try openStore(configuration, migrationProgress: startProgress(logger: logger, notifier: SystemdNotifier()))
             // The feed's consumer is registered from the start, so that the journal keeps what it has not
             // acknowledged (up to the events retention) even before its first ack.
             try store.acknowledgeEvents(consumer: CCSDaemon.apiConsumer, through: 0)
@@ -133,10 +133,26 @@ enum ServeCommand {
 
     /// The store for a service: as for `ccsd run`, except that the memory store keeps events for the feed
     /// (`ccsd run`'s drops them at once, having written them to its events file).
-    static func openStore(_ configuration: Configuration) throws(StoreError) -> any MessageStore {
+    static func openStore(_ configuration: Configuration,
+                          migrationProgress: ((Int) -> Void)? = nil) throws(StoreError) -> any MessageStore {
         if configuration.store == .memory { return InMemoryMessageStore(configuration: configuration.storeConfiguration) }
-        return try configuration.openStore()
+        return try configuration.openStore(migrationProgress: migrationProgress)
     }
+
+    /// While the store migrates its schema at start: the log line, and systemd's start timeout pushed out by
+    /// `startExtensionSeconds` at every report (`EXTEND_TIMEOUT_USEC`, about every second), so a long
+    /// migration is not killed as a hung start (and then started again, and killed again).
+    static func startProgress(logger: Logger, notifier: SystemdNotifier) -> (Int) -> Void {
+        let log = logger.storeMigrationLog()
+        return { version in
+            log(version)
+            notifier.extendStartTimeout(seconds: startExtensionSeconds,
+                                        status: "migrating the store to schema version \(version)")
+        }
+    }
+
+    /// Seconds each migration report gives the start beyond `TimeoutStartSec=`.
+    static let startExtensionSeconds = 30
 
     /// Starts, reloads or stops the webhook outlet to match `configuration` (`webhook_url` and its settings).
     /// Call on the loop. A token file that cannot be read is logged and leaves the webhook as it was.

@@ -38,6 +38,12 @@ public final class SystemdNotifier: @unchecked Sendable {
         send(["RELOADING=1", "STATUS=reloading the configuration", "MONOTONIC_USEC=\(micros)"])
     }
 
+    /// `EXTEND_TIMEOUT_USEC=` (`seconds` from now) with `STATUS=status`: the start (or stop) is still going,
+    /// e.g. a migration of the store; systemd extends its timeout by that much (sd_notify(3)).
+    public func extendStartTimeout(seconds: Int, status: String) {
+        send(["EXTEND_TIMEOUT_USEC=\(seconds * 1_000_000)", "STATUS=" + Self.singleLine(status)])
+    }
+
     /// `STOPPING=1`: the graceful stop began.
     public func stopping() {
         send(["STOPPING=1", "STATUS=stopping"])

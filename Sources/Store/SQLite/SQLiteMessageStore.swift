@@ -46,14 +46,25 @@ public final class SQLiteMessageStore: MessageStore {
     private var texts = SQLiteTextArena()
 
     /// Opens (creating the directory and the database if missing), locks the directory and migrates.
+    /// - Parameter migrationProgress: called on this thread with the schema version a migration moves the
+    ///   database to, when it starts and then about every `migrationProgressInterval` seconds while it runs (a
+    ///   migration rewrites tables: a few seconds per million retained messages), so that the caller can tell
+    ///   its supervisor the start is still going (systemd's `EXTEND_TIMEOUT_USEC`).
     /// - Throws: `StoreError`: `directoryInUse`, `cannotOpen`, `readOnly`, `corrupt`, `io`, `schema` (a
     ///   database from a newer ccsd), each naming the path.
-    public convenience init(directory: String, configuration: StoreConfiguration = StoreConfiguration()) throws(StoreError) {
-        try self.init(directory: directory, configuration: configuration, migrations: SQLiteSchema.migrations)
+    public convenience init(directory: String, configuration: StoreConfiguration = StoreConfiguration(),
+                            migrationProgress: ((Int) -> Void)? = nil) throws(StoreError) {
+        try self.init(directory: directory, configuration: configuration, migrations: SQLiteSchema.migrations,
+                      migrationProgress: migrationProgress)
     }
 
-    /// With an explicit migration list (tests of the migration mechanism).
-    init(directory: String, configuration: StoreConfiguration, migrations: [String]) throws(StoreError) {
+    /// Seconds between two `migrationProgress` calls while one migration runs.
+    public static let migrationProgressInterval = 1.0
+
+    /// With an explicit migration list (tests of the migration mechanism) and progress interval (seconds).
+    init(directory: String, configuration: StoreConfiguration, migrations: [String],
+         migrationProgress: ((Int) -> Void)? = nil,
+         progressInterval: Double = SQLiteMessageStore.migrationProgressInterval) throws(StoreError) {
         self.directory = directory
         self.databasePath = directory.hasSuffix("/") ? directory + "ccsd.sqlite3" : directory + "/ccsd.sqlite3"
         self.configuration = configuration
@@ -61,7 +72,8 @@ public final class SQLiteMessageStore: MessageStore {
         let database = try SQLiteDatabase(path: databasePath)
         do throws(StoreError) {
             try SQLiteMessageStore.configure(database, configuration: configuration)
-            try SQLiteMessageStore.migrate(database, migrations: migrations)
+            try SQLiteMessageStore.migrate(database, migrations: migrations, progress: migrationProgress,
+                                           interval: progressInterval)
             // No dirty page is written to the WAL before its transaction commits. With SQLite 3.40.1 (Debian 12)
             // a `ROLLBACK TO` after such a spill can leave a WAL whose recovery lacks a later commit (the
             // files as a kill -9 leaves them; reproduced with a small cache and updates of rows dirtied before
@@ -152,7 +164,8 @@ public final class SQLiteMessageStore: MessageStore {
         return (Int(statements), Int(cache))
     }
 
-    private static func migrate(_ database: SQLiteDatabase, migrations: [String]) throws(StoreError) {
+    private static func migrate(_ database: SQLiteDatabase, migrations: [String], progress: ((Int) -> Void)?,
+                                interval: Double) throws(StoreError) {
         let operation = "migrating the schema"
         let version = try database.integer("PRAGMA user_version", operation: operation)
         guard version <= Int64(migrations.count) else {
@@ -163,13 +176,62 @@ public final class SQLiteMessageStore: MessageStore {
         for next in Int(version)..<migrations.count {
             try database.execute("BEGIN IMMEDIATE", operation: operation)
             do throws(StoreError) {
-                try database.execute(migrations[next], operation: operation)
+                if let progress {
+                    progress(next + 1)
+                    let ticker = MigrationTicker(version: next + 1, interval: interval, report: progress)
+                    try ticker.whileRunning(on: database) { () throws(StoreError) in
+                        try database.execute(migrations[next], operation: operation)
+                    }
+                } else {
+                    try database.execute(migrations[next], operation: operation)
+                }
                 try database.execute("PRAGMA user_version = \(next + 1)", operation: operation)
                 try database.execute("COMMIT", operation: operation)
             } catch {
                 if database.isInTransaction { try? database.execute("ROLLBACK", operation: operation) }
                 throw error
             }
+        }
+    }
+
+    /// Calls `report` about every `interval` seconds while SQLite runs a migration, from SQLite's progress
+    /// handler (every 10,000 virtual machine steps, a check of the monotonic clock).
+    private final class MigrationTicker {
+        let version: Int
+        let report: (Int) -> Void
+        private let intervalNanoseconds: UInt64
+        private var last: UInt64
+
+        init(version: Int, interval: Double, report: @escaping (Int) -> Void) {
+            self.version = version
+            self.report = report
+            intervalNanoseconds = UInt64(max(0, interval) * 1e9)
+            last = MigrationTicker.monotonicNanoseconds()
+        }
+
+        static func monotonicNanoseconds() -> UInt64 {
+            var now = timespec()
+            clock_gettime(CLOCK_MONOTONIC, &now)
+            return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+        }
+
+        func tick() {
+            let now = MigrationTicker.monotonicNanoseconds()
+            guard now - last >= intervalNanoseconds else { return }
+            last = now
+            report(version)
+        }
+
+        /// Runs `body` with this ticker as the connection's progress handler (removed afterwards).
+        func whileRunning(on database: SQLiteDatabase, _ body: () throws(StoreError) -> Void) throws(StoreError) {
+            guard let db = database.handle else { return try body() }
+            let context = Unmanaged.passUnretained(self).toOpaque()
+            sqlite3_progress_handler(db, 10_000, { context in
+                context.map { Unmanaged<MigrationTicker>.fromOpaque($0).takeUnretainedValue().tick() }
+                return 0  // go on
+            }, context)
+            defer { sqlite3_progress_handler(db, 0, nil, nil) }
+            try withExtendedLifetime(self) { () throws(StoreError) in try body() }
         }
     }
 
