@@ -713,7 +713,7 @@ public final class SQLiteMessageStore: MessageStore {
     private func prune(now: Int64, lastSeq: Int64, statements s: Statements) throws(StoreError) {
         let operation = "pruning"
         let limit = configuration.pruneLimitPerCommit
-        try pruneFinalMessages(before: now - configuration.finalRetentionMillis, limit: limit, statements: s)
+        try pruneFinalMessages(now: now, limit: limit, statements: s)
         s.pruneHandedOver.bind(1, now - configuration.dedupeWindowMillis)
         s.pruneHandedOver.bind(2, limit)
         try s.pruneHandedOver.run(operation: operation)
@@ -756,28 +756,61 @@ public final class SQLiteMessageStore: MessageStore {
         }
     }
 
-    /// Deletes at most `limit` final messages whose final is older than `cutoff` (ms since 1970): those waiting
-    /// in `finalsPruning` first, then those the walk meets from its cursor on (at most `limit` looked at), up to
-    /// the first message accepted at or after `cutoff`. In a flood within the retention: one step of one query.
-    private func pruneFinalMessages(before cutoff: Int64, limit: Int, statements s: Statements) throws(StoreError) {
-        let operation = "pruning"
+    /// Deletes at most `limit` final messages whose final is older than `now` less the retention (ms since
+    /// 1970): those waiting in `finalsPruning` first, then those the walk meets in the runs it stepped over
+    /// whose time has come and from its cursor on (at most `limit` looked at each), up to the first message
+    /// accepted within the retention. In a flood within the retention: one step of one query.
+    private func pruneFinalMessages(now: Int64, limit: Int, statements s: Statements) throws(StoreError) {
+        let retention = configuration.finalRetentionMillis
+        let cutoff = now - retention
         var pruning = SQLiteFinalsPruning(floor: 0)
         swap(&pruning, &finalsPruning)
         defer { swap(&pruning, &finalsPruning) }
         var due = pruning.takeDue(before: cutoff, limit: limit)
-        if due.count < limit {
-            s.walkFinals.bind(1, pruning.cursor)
-            s.walkFinals.bind(2, limit)
-            defer { s.walkFinals.reset() }
-            while due.count < limit, try s.walkFinals.step(operation: operation) {
-                guard s.walkFinals.int64(2) < cutoff else { break }
-                let acceptSeq = s.walkFinals.int64(0), finalAt = s.walkFinals.int64(1)
-                pruning.passed(acceptSeq: acceptSeq, finalAt: finalAt, due: finalAt < cutoff)
-                if finalAt < cutoff { due.append(acceptSeq) }
+        var index = pruning.skipped.count - 1
+        while index >= 0, due.count < limit {
+            let run = pruning.skipped[index]
+            if run.notBefore <= now {
+                let stop = try walkFinals(from: run.from, to: run.to, cutoff: cutoff, limit: limit, into: &due,
+                                          pruning: &pruning, statements: s)
+                pruning.walkedSkipped(index, upTo: stop?.acceptSeq, acceptedAt: stop?.acceptedAt ?? 0,
+                                      retention: retention)
             }
-            s.walkFinals.reset()
+            index -= 1
         }
-        for acceptSeq in due { try deleteMessage(acceptSeq: acceptSeq, statements: s, operation: operation) }
+        // The main walk; where it stops at a message accepted after now (the clock stepped back since), it steps
+        // over the messages accepted after now and goes on from the first one accepted by now.
+        while due.count < limit,
+              let stop = try walkFinals(from: pruning.cursor, to: Int64.max, cutoff: cutoff, limit: limit, into: &due,
+                                        pruning: &pruning, statements: s),
+              stop.acceptedAt > now {
+            s.firstAcceptedBy.bind(1, stop.acceptSeq)
+            s.firstAcceptedBy.bind(2, now)
+            defer { s.firstAcceptedBy.reset() }
+            guard try s.firstAcceptedBy.step(operation: "pruning") else { break }
+            pruning.skip(from: stop.acceptSeq, to: s.firstAcceptedBy.int64(0), firstAcceptedAt: stop.acceptedAt,
+                         retention: retention)
+        }
+        for acceptSeq in due { try deleteMessage(acceptSeq: acceptSeq, statements: s, operation: "pruning") }
+    }
+
+    /// Walks the finals of accept_seqs [`from`, `to`) in order, at most `limit` looked at: a due one (final
+    /// before `cutoff`) is added to `due` (until it holds `limit`), one not due waits in `pruning`. Stops at the
+    /// first one whose message was accepted at or after `cutoff`, and returns it; nil when none stopped it.
+    private func walkFinals(from: Int64, to: Int64, cutoff: Int64, limit: Int, into due: inout [Int64],
+                            pruning: inout SQLiteFinalsPruning,
+                            statements s: Statements) throws(StoreError) -> (acceptSeq: Int64, acceptedAt: Int64)? {
+        s.walkFinals.bind(1, from)
+        s.walkFinals.bind(2, to)
+        s.walkFinals.bind(3, limit)
+        defer { s.walkFinals.reset() }
+        while due.count < limit, try s.walkFinals.step(operation: "pruning") {
+            let acceptSeq = s.walkFinals.int64(0), finalAt = s.walkFinals.int64(1), acceptedAt = s.walkFinals.int64(2)
+            guard acceptedAt < cutoff else { return (acceptSeq, acceptedAt) }
+            pruning.passed(acceptSeq: acceptSeq, finalAt: finalAt, due: finalAt < cutoff)
+            if finalAt < cutoff { due.append(acceptSeq) }
+        }
+        return nil
     }
 
     /// Rewrites the block starting at `first` from seq `keep` on (`first < keep <=` its last seq): the lines
@@ -881,7 +914,7 @@ public final class SQLiteMessageStore: MessageStore {
         let begin, commit, rollback: SQLiteStatement
         let selectMessage, deleteMessage, deleteFinal, updateProgress: SQLiteStatement
         let upsertHandedOver, updateState, probe: SQLiteStatement
-        let walkFinals, pruneHandedOver, oldestBlock, minCursor, blocksBefore, deleteBlock, selectBlockLines, cutBlock: SQLiteStatement
+        let walkFinals, firstAcceptedBy, pruneHandedOver, oldestBlock, minCursor, blocksBefore, deleteBlock, selectBlockLines, cutBlock: SQLiteStatement
         let insertBlock, savepoint, releaseSavepoint, rollbackToSavepoint: SQLiteStatement
         /// Most rows per multi-row messages INSERT: 10 parameters each, below SQLite's variable limit (999 before
         /// 3.32, 32,766 since).
@@ -958,11 +991,18 @@ public final class SQLiteMessageStore: MessageStore {
             updateState = try db.prepare(
                 "UPDATE store_state SET last_seq = ?1, live_floor = ?2, prune_floor = ?3 WHERE id = 1", operation: op)
             probe = try db.prepare("UPDATE store_state SET probe_ms = ?1 WHERE id = 1", operation: op)
-            // The pruning walk (`SQLiteFinalsPruning`): finals from accept_seq ?1 on, with their message's accept time.
+            // The pruning walk (`SQLiteFinalsPruning`): finals of accept_seqs [?1, ?2), with their message's
+            // accept time, at most ?3.
             walkFinals = try db.prepare("""
                 SELECT f.accept_seq, f.final_at_ms, coalesce(m.accepted_at_ms, f.final_at_ms)
                 FROM finals f LEFT JOIN messages m ON m.accept_seq = f.accept_seq
-                WHERE f.accept_seq >= ?1 ORDER BY f.accept_seq LIMIT ?2
+                WHERE f.accept_seq >= ?1 AND f.accept_seq < ?2 ORDER BY f.accept_seq LIMIT ?3
+                """, operation: op)
+            // Where a run of messages accepted after now (the clock stepped back since) ends: the first after ?1
+            // accepted by ?2.
+            firstAcceptedBy = try db.prepare("""
+                SELECT accept_seq FROM messages WHERE accept_seq > ?1 AND accepted_at_ms <= ?2
+                ORDER BY accept_seq LIMIT 1
                 """, operation: op)
             pruneHandedOver = try db.prepare("""
                 DELETE FROM handed_over WHERE message_id IN (
