@@ -57,7 +57,8 @@ import Testing
     }
 
     /// A migration reports its target version when it starts and then at every interval while it runs (here
-    /// an interval of 0: at each of SQLite's progress callbacks); opening a current database reports nothing.
+    /// an interval of 0: at each of SQLite's progress callbacks); opening a current database reports nothing,
+    /// and neither does creating one.
     @Test func aMigrationReportsItsProgress() throws {
         let directory = TemporaryDirectory()
         let state = directory.path + "/state"
@@ -88,6 +89,9 @@ import Testing
         reports.removeAll()
         let store = try SQLiteMessageStore(directory: state, migrationProgress: { reports.append($0) })
         defer { store.close() }
+        let created = try SQLiteMessageStore(directory: directory.path + "/new", migrationProgress: { reports.append($0) })
+        defer { created.close() }
+        #expect(try created.pragma("user_version") == SQLiteSchema.currentVersion)
         #expect(reports.isEmpty)
     }
 

@@ -46,10 +46,11 @@ public final class SQLiteMessageStore: MessageStore {
     private var texts = SQLiteTextArena()
 
     /// Opens (creating the directory and the database if missing), locks the directory and migrates.
-    /// - Parameter migrationProgress: called on this thread with the schema version a migration moves the
-    ///   database to, when it starts and then about every `migrationProgressInterval` seconds while it runs (a
-    ///   migration rewrites tables: a few seconds per million retained messages), so that the caller can tell
-    ///   its supervisor the start is still going (systemd's `EXTEND_TIMEOUT_USEC`).
+    /// - Parameter migrationProgress: called on this thread with the schema version a migration of an existing
+    ///   database moves it to, when it starts and then about every `migrationProgressInterval` seconds while it
+    ///   runs (a migration rewrites tables: a few seconds per million retained messages), so that the caller can
+    ///   tell its supervisor the start is still going (systemd's `EXTEND_TIMEOUT_USEC`). Not called when the
+    ///   database is created.
     /// - Throws: `StoreError`: `directoryInUse`, `cannotOpen`, `readOnly`, `corrupt`, `io`, `schema` (a
     ///   database from a newer ccsd), each naming the path.
     public convenience init(directory: String, configuration: StoreConfiguration = StoreConfiguration(),
@@ -176,7 +177,8 @@ public final class SQLiteMessageStore: MessageStore {
         for next in Int(version)..<migrations.count {
             try database.execute("BEGIN IMMEDIATE", operation: operation)
             do throws(StoreError) {
-                if let progress {
+                // A new database (version 0) is created, not migrated: nothing to report.
+                if let progress, version > 0 {
                     progress(next + 1)
                     let ticker = MigrationTicker(version: next + 1, interval: interval, report: progress)
                     try ticker.whileRunning(on: database) { () throws(StoreError) in
