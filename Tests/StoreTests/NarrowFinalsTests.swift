@@ -273,19 +273,20 @@ import Testing
     /// A wall clock that stepped back: the messages accepted before the step carry later times than those
     /// accepted after it. The walk steps over them, so the later finals are pruned on time; they are pruned once
     /// their own times are past the retention, not before, and a reopen (the walk from the committed floor)
-    /// finds them again.
-    @Test(arguments: [false, true])
-    func aClockSteppedBackHoldsBackOnlyTheFinalsStampedBeforeTheStep(reopen: Bool) throws {
+    /// finds them again. With a prune limit of 2 the runs take several commits, and none is dropped half walked.
+    @Test(arguments: [false, true], [1_000, 2])
+    func aClockSteppedBackHoldsBackOnlyTheFinalsStampedBeforeTheStep(reopen: Bool, limit: Int) throws {
         let directory = TemporaryDirectory()
         let state = directory.path + "/state"
-        let configuration = StoreConfiguration(finalRetentionMillis: 10_000)
+        let configuration = StoreConfiguration(finalRetentionMillis: 10_000, pruneLimitPerCommit: limit)
         var store = try SQLiteMessageStore(directory: state, configuration: configuration)
         defer { store.close() }
-        let empty = StoreBatch()
-        _ = try store.commit(batch(inserting: ["ahead-1", "ahead-2"], at: 100_000), nowUnixMillis: 100_000)
+        // Empty commits at `now`, enough for every walk to finish at the prune limit.
+        func commits(at now: Int64) throws { for _ in 0..<5 { _ = try store.commit(StoreBatch(), nowUnixMillis: now) } }
+        let ahead = (1...5).map { "ahead-\($0)" }
+        _ = try store.commit(batch(inserting: ahead, at: 100_000), nowUnixMillis: 100_000)
         _ = try store.commit(batch { b in
-            b.record(final(1, "ahead-1"))
-            b.record(final(2, "ahead-2"))
+            for (index, id) in ahead.enumerated() { b.record(final(UInt64(100 + index), id)) }
         }, nowUnixMillis: 100_001)
         // The clock steps back 50 s.
         _ = try store.commit(batch(inserting: ["b1", "b2", "b3"], at: 50_000), nowUnixMillis: 50_000)
@@ -295,21 +296,21 @@ import Testing
         _ = try store.commit(batch(inserting: ["c"], at: 60_000), nowUnixMillis: 60_000)
         _ = try store.commit(batch { $0.record(final(6, "c")) }, nowUnixMillis: 60_001)
 
-        _ = try store.commit(empty, nowUnixMillis: 61_000)  // cutoff 51,000
+        try commits(at: 61_000)  // cutoff 51,000
         for id in ["b1", "b2", "b3"] { #expect(try store.storedMessage(id) == nil) }
-        #expect(try store.storedMessage("ahead-1") != nil && store.storedMessage("ahead-2") != nil)
+        for id in ahead { #expect(try store.storedMessage(id) != nil) }
         #expect(try store.storedMessage("c") != nil)
         #expect(try store.integer("SELECT prune_floor FROM store_state") == 1)
         if reopen {
             store.close()
             store = try SQLiteMessageStore(directory: state, configuration: configuration)
         }
-        _ = try store.commit(empty, nowUnixMillis: 70_002)  // cutoff 60,002
+        try commits(at: 70_002)  // cutoff 60,002
         #expect(try store.storedMessage("c") == nil)
-        _ = try store.commit(empty, nowUnixMillis: 110_001)  // cutoff 100,001: not before it
-        #expect(try store.storedMessage("ahead-1") != nil && store.storedMessage("ahead-2") != nil)
-        _ = try store.commit(empty, nowUnixMillis: 110_002)
-        #expect(try store.storedMessage("ahead-1") == nil && store.storedMessage("ahead-2") == nil)
+        try commits(at: 110_001)  // cutoff 100,001: not before it
+        for id in ahead { #expect(try store.storedMessage(id) != nil) }
+        try commits(at: 110_002)
+        for id in ahead { #expect(try store.storedMessage(id) == nil) }
         #expect(try store.integer("SELECT count(*) FROM finals") == 0)
         #expect(try store.integer("SELECT count(*) FROM messages") == 0)
     }

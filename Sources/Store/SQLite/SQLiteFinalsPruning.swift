@@ -54,15 +54,16 @@ struct SQLiteFinalsPruning {
         cursor = max(cursor, to)
     }
 
-    /// The skipped run at `index` was walked again up to `from` (exclusive), where the walk stopped at a message
-    /// accepted at `acceptedAt`; nil `from` when it reached the run's end (the run is dropped).
-    mutating func walkedSkipped(_ index: Int, upTo from: Int64?, acceptedAt: Int64, retention: Int64) {
-        if let from, from < skipped[index].to {
-            skipped[index].from = from
-            skipped[index].notBefore = acceptedAt + retention
-        } else {
+    /// The skipped run at `index` was walked again: it goes on from `from` (not before `notBefore`, ms since
+    /// 1970, when given: the walk stopped at a message accepted within the retention), or it was walked to its
+    /// end (nil `from`) and is dropped.
+    mutating func walkedSkipped(_ index: Int, resumeAt from: Int64?, notBefore: Int64? = nil) {
+        guard let from, from < skipped[index].to else {
             skipped.remove(at: index)
+            return
         }
+        skipped[index].from = from
+        if let notBefore { skipped[index].notBefore = notBefore }
     }
 
     /// Takes the waiting finals whose time is before `cutoff` (at most `limit`), for the caller to delete.

@@ -773,46 +773,61 @@ public final class SQLiteMessageStore: MessageStore {
         while index >= 0, due.count < limit {
             let run = pruning.skipped[index]
             if run.notBefore <= now {
-                let stop = try walkFinals(from: run.from, to: run.to, cutoff: cutoff, limit: limit, into: &due,
-                                          pruning: &pruning, statements: s)
-                pruning.walkedSkipped(index, upTo: stop?.acceptSeq, acceptedAt: stop?.acceptedAt ?? 0,
-                                      retention: retention)
+                switch try walkFinals(from: run.from, to: run.to, cutoff: cutoff, limit: limit, into: &due,
+                                      pruning: &pruning, statements: s) {
+                case .end: pruning.walkedSkipped(index, resumeAt: nil)
+                case .budget(let next): pruning.walkedSkipped(index, resumeAt: next)
+                case .stopped(let acceptSeq, let acceptedAt):
+                    pruning.walkedSkipped(index, resumeAt: acceptSeq, notBefore: acceptedAt + retention)
+                }
             }
             index -= 1
         }
         // The main walk; where it stops at a message accepted after now (the clock stepped back since), it steps
         // over the messages accepted after now and goes on from the first one accepted by now.
         while due.count < limit,
-              let stop = try walkFinals(from: pruning.cursor, to: Int64.max, cutoff: cutoff, limit: limit, into: &due,
-                                        pruning: &pruning, statements: s),
-              stop.acceptedAt > now {
-            s.firstAcceptedBy.bind(1, stop.acceptSeq)
+              case .stopped(let acceptSeq, let acceptedAt) = try walkFinals(
+                  from: pruning.cursor, to: Int64.max, cutoff: cutoff, limit: limit, into: &due, pruning: &pruning,
+                  statements: s),
+              acceptedAt > now {
+            s.firstAcceptedBy.bind(1, acceptSeq)
             s.firstAcceptedBy.bind(2, now)
             defer { s.firstAcceptedBy.reset() }
             guard try s.firstAcceptedBy.step(operation: "pruning") else { break }
-            pruning.skip(from: stop.acceptSeq, to: s.firstAcceptedBy.int64(0), firstAcceptedAt: stop.acceptedAt,
+            pruning.skip(from: acceptSeq, to: s.firstAcceptedBy.int64(0), firstAcceptedAt: acceptedAt,
                          retention: retention)
         }
         for acceptSeq in due { try deleteMessage(acceptSeq: acceptSeq, statements: s, operation: "pruning") }
     }
 
+    /// How a walk of the finals ended: at the end of its range; out of budget (`limit` looked at, or `limit`
+    /// due), to go on from `next`; or stopped by a message accepted within the retention.
+    private enum WalkEnd {
+        case end
+        case budget(next: Int64)
+        case stopped(acceptSeq: Int64, acceptedAt: Int64)
+    }
+
     /// Walks the finals of accept_seqs [`from`, `to`) in order, at most `limit` looked at: a due one (final
-    /// before `cutoff`) is added to `due` (until it holds `limit`), one not due waits in `pruning`. Stops at the
-    /// first one whose message was accepted at or after `cutoff`, and returns it; nil when none stopped it.
+    /// before `cutoff`) is added to `due` (until it holds `limit`), one not due waits in `pruning`, and the walk
+    /// stops at the first one whose message was accepted at or after `cutoff`.
     private func walkFinals(from: Int64, to: Int64, cutoff: Int64, limit: Int, into due: inout [Int64],
-                            pruning: inout SQLiteFinalsPruning,
-                            statements s: Statements) throws(StoreError) -> (acceptSeq: Int64, acceptedAt: Int64)? {
+                            pruning: inout SQLiteFinalsPruning, statements s: Statements) throws(StoreError) -> WalkEnd {
         s.walkFinals.bind(1, from)
         s.walkFinals.bind(2, to)
         s.walkFinals.bind(3, limit)
         defer { s.walkFinals.reset() }
+        var looked = 0
+        var next = from
         while due.count < limit, try s.walkFinals.step(operation: "pruning") {
             let acceptSeq = s.walkFinals.int64(0), finalAt = s.walkFinals.int64(1), acceptedAt = s.walkFinals.int64(2)
-            guard acceptedAt < cutoff else { return (acceptSeq, acceptedAt) }
+            guard acceptedAt < cutoff else { return .stopped(acceptSeq: acceptSeq, acceptedAt: acceptedAt) }
             pruning.passed(acceptSeq: acceptSeq, finalAt: finalAt, due: finalAt < cutoff)
             if finalAt < cutoff { due.append(acceptSeq) }
+            looked += 1
+            next = acceptSeq + 1
         }
-        return nil
+        return looked < limit && due.count < limit ? .end : .budget(next: next)
     }
 
     /// Rewrites the block starting at `first` from seq `keep` on (`first < keep <=` its last seq): the lines
