@@ -315,6 +315,29 @@ import Testing
         #expect(try store.integer("SELECT count(*) FROM messages") == 0)
     }
 
+    /// A message accepted before the clock stepped back and final after it: its final is stamped before its
+    /// accept time, and is pruned once its own stamp is past the retention, not once the accept time is
+    /// (found by a break-it helper: it was held as long as the step).
+    @Test(arguments: [false, true])
+    func aFinalStampedBeforeItsMessagesAcceptTimeIsPrunedByItsOwnStamp(reopen: Bool) throws {
+        let directory = TemporaryDirectory()
+        let state = directory.path + "/state"
+        let configuration = StoreConfiguration(finalRetentionMillis: 10_000)
+        var store = try SQLiteMessageStore(directory: state, configuration: configuration)
+        defer { store.close() }
+        _ = try store.commit(batch(inserting: ["f"], at: 100_000), nowUnixMillis: 100_000)
+        if reopen {  // the live set's accept times come from the database too
+            store.close()
+            store = try SQLiteMessageStore(directory: state, configuration: configuration)
+        }
+        _ = try store.commit(batch { $0.record(final(1, "f")) }, nowUnixMillis: 50_001)  // the clock stepped back
+        _ = try store.commit(StoreBatch(), nowUnixMillis: 60_001)  // cutoff 50,001: not before it
+        #expect(try store.storedMessage("f")?.finalEvent == finalLine("f"))
+        _ = try store.commit(StoreBatch(), nowUnixMillis: 60_002)
+        #expect(try store.storedMessage("f") == nil)
+        #expect(try store.integer("SELECT count(*) FROM messages") == 0)
+    }
+
     /// A rate key equal to the target is stored as NULL and read back as the target; a different one is
     /// stored and read back as itself.
     @Test func aRateKeyIsStoredOnlyWhenItDiffersFromTheTarget() throws {
@@ -353,14 +376,14 @@ import Testing
                 guard !model.values.contains(acceptSeq) else { continue }
                 if acceptSeq == next { next += 1 + Int64(random.next() % 3) }
                 let id = "m\(step)"
-                live.insert(id, hash: SlotIndex.hash(id), acceptSeq: acceptSeq)
+                live.insert(id, hash: SlotIndex.hash(id), acceptSeq: acceptSeq, acceptedAt: acceptSeq * 10)
                 model[id] = acceptSeq
             } else {
                 // Mostly the oldest (acked in order), sometimes any.
                 let id = random.next() % 4 == 0 ? model.keys.randomElement(using: &random)!
                     : model.min { $0.value < $1.value }!.key
                 let found = live.find(id, hash: SlotIndex.hash(id))
-                #expect(found?.acceptSeq == model[id])
+                #expect(found?.acceptSeq == model[id] && found?.acceptedAt == model[id].map { $0 * 10 })
                 if let found { live.remove(slot: found.slot) }
                 model[id] = nil
             }

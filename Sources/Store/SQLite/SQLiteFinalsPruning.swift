@@ -3,8 +3,9 @@
 /// their retention, and stops at the first message accepted within the retention (neither it nor any later
 /// one can be due, as accept order follows the wall clock).
 /// - A final the walk passed that is not due yet (its message was live for long), or one written below the
-///   cursor later (a message accepted before the retention and final only now), waits here in `waiting`
-///   until it is.
+///   cursor later (a message accepted before the retention and final only now), or one stamped before its
+///   message's accept time (the clock stepped back between them: the walk, which goes by accept times, would
+///   hold it as long as the step), waits here in `waiting` until it is due.
 /// - Where the wall clock stepped back, messages accepted before the step carry times after `now`: the walk
 ///   steps over that run of them (`skipped`, one entry per step) and goes on with the messages accepted since,
 ///   and walks the run again once the retention after its first accept time has passed. So a step back holds
@@ -35,9 +36,10 @@ struct SQLiteFinalsPruning {
     /// Finals waiting (tests).
     var waitingCount: Int { waiting.count }
 
-    /// A final was written (`finalAt` in ms since 1970): remembered when the walk already passed its accept_seq.
-    mutating func wrote(acceptSeq: Int64, finalAt: Int64) {
-        guard acceptSeq < cursor else { return }
+    /// A final was written (`finalAt`, and its message's `acceptedAt`, in ms since 1970): remembered when the
+    /// walk already passed its accept_seq, or when it is stamped before its message's accept time.
+    mutating func wrote(acceptSeq: Int64, finalAt: Int64, acceptedAt: Int64) {
+        guard acceptSeq < cursor || acceptedAt > finalAt else { return }
         wait(acceptSeq: acceptSeq, finalAt: finalAt)
     }
 

@@ -1,7 +1,7 @@
 import CCS
 
-/// The SQLite store's live messages as its writer knows them (schema version 3): each one's message_id and
-/// accept_seq, and the lowest accept_seq still live (the live floor).
+/// The SQLite store's live messages as its writer knows them (schema version 3): each one's message_id,
+/// accept_seq and accept time, and the lowest accept_seq still live (the live floor).
 ///
 /// - A final is written as a row of its own, keyed by its message's accept_seq (`finals`), so the writer
 ///   needs the accept_seq of the message a final record names: found here by the record's kept hash, with no
@@ -18,6 +18,9 @@ struct SQLiteLiveMessages {
         var hash: UInt32
         /// -1 while free.
         var acceptSeq: Int64
+        /// accepted_at_ms (wall clock, ms since 1970): the pruning walk must know a final whose message's
+        /// accept time is after it (the clock stepped back between them).
+        var acceptedAt: Int64
     }
 
     private var slots: [Slot] = []
@@ -31,23 +34,24 @@ struct SQLiteLiveMessages {
     /// Live messages.
     var count: Int { index.count }
 
-    /// The slot and accept_seq of the live message `messageID`, whose `SlotIndex.hash` is `hash`.
-    func find(_ messageID: String, hash: UInt32) -> (slot: Int32, acceptSeq: Int64)? {
+    /// The slot, accept_seq and accept time of the live message `messageID`, whose `SlotIndex.hash` is `hash`.
+    func find(_ messageID: String, hash: UInt32) -> (slot: Int32, acceptSeq: Int64, acceptedAt: Int64)? {
         slots.withUnsafeBufferPointer { slots in
-            index.find(hash: hash) { slots[Int($0)].messageID == messageID }.map { ($0, slots[Int($0)].acceptSeq) }
+            index.find(hash: hash) { slots[Int($0)].messageID == messageID }
+                .map { ($0, slots[Int($0)].acceptSeq, slots[Int($0)].acceptedAt) }
         }
     }
 
     /// Adds a live message (not in the set: `find` first). Accept seqs come in increasing order from the
     /// store; one that does not is still placed in order, so the floor stays a lower bound.
-    mutating func insert(_ messageID: String, hash: UInt32, acceptSeq: Int64) {
+    mutating func insert(_ messageID: String, hash: UInt32, acceptSeq: Int64, acceptedAt: Int64) {
         let slot: Int32
         if let free = freeSlots.popLast() {
             slot = free
-            slots[Int(slot)] = Slot(messageID: messageID, hash: hash, acceptSeq: acceptSeq)
+            slots[Int(slot)] = Slot(messageID: messageID, hash: hash, acceptSeq: acceptSeq, acceptedAt: acceptedAt)
         } else {
             slot = Int32(slots.count)
-            slots.append(Slot(messageID: messageID, hash: hash, acceptSeq: acceptSeq))
+            slots.append(Slot(messageID: messageID, hash: hash, acceptSeq: acceptSeq, acceptedAt: acceptedAt))
         }
         index.insert(hash: hash, slot: slot)
         if let last = order.last, head < order.count, last.acceptSeq > acceptSeq {

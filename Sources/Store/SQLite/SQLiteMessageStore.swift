@@ -245,7 +245,8 @@ public final class SQLiteMessageStore: MessageStore {
         defer { s.selectLiveIDs.reset() }
         while try s.selectLiveIDs.step(operation: operation) {
             let messageID = s.selectLiveIDs.text(1)
-            live.insert(messageID, hash: SlotIndex.hash(messageID), acceptSeq: s.selectLiveIDs.int64(0))
+            live.insert(messageID, hash: SlotIndex.hash(messageID), acceptSeq: s.selectLiveIDs.int64(0),
+                        acceptedAt: s.selectLiveIDs.int64(2))
         }
         liveIsStale = false
     }
@@ -413,10 +414,11 @@ public final class SQLiteMessageStore: MessageStore {
     }
 
     /// A final waiting in `apply` for its row: the index of its record in the batch's operations, and its
-    /// message's accept_seq.
+    /// message's accept_seq and accept time.
     private struct PendingFinal {
         var operation: Int
         var acceptSeq: Int64
+        var acceptedAt: Int64
     }
 
     /// Writes `finals` by multi-row INSERTs into `finals` (the largest power of two of rows at a time, as the
@@ -426,10 +428,11 @@ public final class SQLiteMessageStore: MessageStore {
     private func writeFinals(_ finals: inout [PendingFinal], _ operations: UnsafeBufferPointer<StoreBatch.Operation>,
                              partners: [Int32]?, now: Int64, statements s: Statements) throws(StoreError) {
         guard !finals.isEmpty else { return }
-        // A final the pruning walk already passed (its message accepted before the retention) waits for it there.
+        // A final the pruning walk already passed (its message accepted before the retention), or one stamped
+        // before its message's accept time (the clock stepped back between them), waits for it there.
         let walked = finalsPruning.cursor
-        for final in finals where final.acceptSeq < walked {
-            finalsPruning.wrote(acceptSeq: final.acceptSeq, finalAt: now)
+        for final in finals where final.acceptSeq < walked || final.acceptedAt > now {
+            finalsPruning.wrote(acceptSeq: final.acceptSeq, finalAt: now, acceptedAt: final.acceptedAt)
         }
         var arena = SQLiteTextArena()
         swap(&arena, &texts)
@@ -469,7 +472,8 @@ public final class SQLiteMessageStore: MessageStore {
         // The common case costs one statement: the insert is ignored when the message_id is taken.
         if try insertRow(insert, acceptSeq: seq + 1, statements: s) {
             seq += 1
-            live.insert(insert.record.messageID, hash: insert.record.messageIDHash, acceptSeq: seq)
+            live.insert(insert.record.messageID, hash: insert.record.messageIDHash, acceptSeq: seq,
+                        acceptedAt: insert.record.acceptedAtUnixMillis)
             journal(seq: seq, time: now, text: insert.acceptedText, result: &result)
             return .stored
         }
@@ -489,7 +493,8 @@ public final class SQLiteMessageStore: MessageStore {
         try deleteMessage(acceptSeq: acceptSeq, statements: s)
         _ = try insertRow(insert, acceptSeq: seq + 1, statements: s)
         seq += 1
-        live.insert(insert.record.messageID, hash: insert.record.messageIDHash, acceptSeq: seq)
+        live.insert(insert.record.messageID, hash: insert.record.messageIDHash, acceptSeq: seq,
+                        acceptedAt: insert.record.acceptedAtUnixMillis)
         journal(seq: seq, time: now, text: insert.acceptedText, result: &result)
         return .stored
     }
@@ -540,7 +545,8 @@ public final class SQLiteMessageStore: MessageStore {
         for position in chunk {
             guard case .insert(let insert) = operations[position] else { continue }
             seq += 1
-            live.insert(insert.record.messageID, hash: insert.record.messageIDHash, acceptSeq: seq)
+            live.insert(insert.record.messageID, hash: insert.record.messageIDHash, acceptSeq: seq,
+                        acceptedAt: insert.record.acceptedAtUnixMillis)
             journal(seq: seq, time: now, text: insert.acceptedText, result: &result)
             result.persisted.append(PersistResult(messageID: insert.record.messageID, line: insert.line, outcome: .stored))
         }
@@ -628,20 +634,21 @@ public final class SQLiteMessageStore: MessageStore {
         if let messageID = record.finalMessageID, let hash = record.finalMessageIDHash {
             if let found = live.find(messageID, hash: hash) {
                 live.remove(slot: found.slot)
-                finals.append(PendingFinal(operation: index, acceptSeq: found.acceptSeq))
+                finals.append(PendingFinal(operation: index, acceptSeq: found.acceptSeq, acceptedAt: found.acceptedAt))
             } else {
                 try writeFinals(&finals, operations, partners: partners, now: now, statements: s)
                 s.selectMessage.bind(1, messageID)
                 let stored = try s.selectMessage.step(operation: operation)
                 let alreadyFinal = stored && !s.selectMessage.isNull(1)
                 let acceptSeq = stored ? s.selectMessage.int64(0) : -1
+                let acceptedAt = stored ? s.selectMessage.int64(3) : 0
                 s.selectMessage.reset()
                 if alreadyFinal {
                     result.duplicateFinalRecords.append(record.id)
                     return
                 }
                 // Stored and live, although the live set did not hold it: marked final all the same.
-                if stored { finals.append(PendingFinal(operation: index, acceptSeq: acceptSeq)) }
+                if stored { finals.append(PendingFinal(operation: index, acceptSeq: acceptSeq, acceptedAt: acceptedAt)) }
             }
         }
         if let messageID = record.handedOverMessageID {
@@ -996,7 +1003,7 @@ public final class SQLiteMessageStore: MessageStore {
             commit = try db.prepare("COMMIT", operation: op)
             rollback = try db.prepare("ROLLBACK", operation: op)
             selectMessage = try db.prepare("""
-                SELECT m.accept_seq, f.final_event, f.final_at_ms FROM messages m
+                SELECT m.accept_seq, f.final_event, f.final_at_ms, m.accepted_at_ms FROM messages m
                 LEFT JOIN finals f ON f.accept_seq = m.accept_seq WHERE m.message_id = ?1
                 """, operation: op)
             deleteMessage = try db.prepare("DELETE FROM messages WHERE accept_seq = ?1", operation: op)
@@ -1046,7 +1053,7 @@ public final class SQLiteMessageStore: MessageStore {
                 AND NOT EXISTS (SELECT 1 FROM finals f WHERE f.accept_seq = m.accept_seq) ORDER BY accept_seq
                 """, operation: op)
             selectLiveIDs = try db.prepare("""
-                SELECT accept_seq, message_id FROM messages m WHERE accept_seq >= ?1
+                SELECT accept_seq, message_id, accepted_at_ms FROM messages m WHERE accept_seq >= ?1
                 AND NOT EXISTS (SELECT 1 FROM finals f WHERE f.accept_seq = m.accept_seq) ORDER BY accept_seq
                 """, operation: op)
             selectHandedOver = try db.prepare(
