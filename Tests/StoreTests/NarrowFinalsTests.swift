@@ -7,29 +7,32 @@ import Testing
 /// writer keeps per live message (`SQLiteLiveMessages`); opening reads the live messages from the committed
 /// live floor on.
 @Suite struct NarrowFinalsTests {
+    /// A database at schema version 2 (as the tenth round's ccsd left it) in `state`, with `rows` run on it.
+    static func versionTwoDatabase(in state: String, _ rows: String) throws {
+        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+        let database = try SQLiteDatabase(path: state + "/ccsd.sqlite3")
+        defer { database.close() }
+        try database.execute("PRAGMA journal_mode = WAL", operation: "test")
+        try database.execute(SQLiteSchema.migrations[0], operation: "test")
+        try database.execute(SQLiteSchema.migrations[1], operation: "test")
+        try database.execute("PRAGMA user_version = 2", operation: "test")
+        try database.execute(rows, operation: "test")
+    }
+
     /// A version-2 database (finals inside the message rows, their JSON emptied) migrates: live messages stay
     /// live in accept order with their progress, a final one keeps its event, time and progress, and answers a
     /// duplicate with its outcome; the next commits work on the moved rows.
     @Test func aVersionTwoDatabaseMovesItsFinalsToRowsOfTheirOwn() throws {
         let directory = TemporaryDirectory()
         let state = directory.path + "/state"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        do {
-            let database = try SQLiteDatabase(path: state + "/ccsd.sqlite3")
-            defer { database.close() }
-            try database.execute("PRAGMA journal_mode = WAL", operation: "test")
-            try database.execute(SQLiteSchema.migrations[0], operation: "test")
-            try database.execute(SQLiteSchema.migrations[1], operation: "test")
-            try database.execute("PRAGMA user_version = 2", operation: "test")
-            try database.execute("""
+        try Self.versionTwoDatabase(in: state, """
                 INSERT INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms, time_to_live,
                                       attempts, sends, last_error, final_event, final_at_ms) VALUES
                     ('live-2', 5, '{"to":"t5"}', 't5', 'k5', 1004, 60, 0, 0, NULL, NULL, NULL),
                     ('final-1', 2, '', '', '', 1001, 60, 3, 4, 'SERVICE_UNAVAILABLE', '\(finalLine("final-1"))', 5000),
                     ('live-1', 1, '{"to":"t1"}', 't1', 'k1', 1000, 600, 2, 3, 'INTERNAL_SERVER_ERROR', NULL, NULL);
                 UPDATE store_state SET last_seq = 7;
-                """, operation: "test")
-        }
+                """)
         let store = try SQLiteMessageStore(directory: state)
         defer { store.close() }
         #expect(try store.pragma("user_version") == 3)
@@ -62,21 +65,12 @@ import Testing
     @Test func aMigrationReportsItsProgress() throws {
         let directory = TemporaryDirectory()
         let state = directory.path + "/state"
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        do {
-            let database = try SQLiteDatabase(path: state + "/ccsd.sqlite3")
-            defer { database.close() }
-            try database.execute("PRAGMA journal_mode = WAL", operation: "test")
-            try database.execute(SQLiteSchema.migrations[0], operation: "test")
-            try database.execute(SQLiteSchema.migrations[1], operation: "test")
-            try database.execute("PRAGMA user_version = 2", operation: "test")
-            try database.execute("""
+        try Self.versionTwoDatabase(in: state, """
                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 20000)
                 INSERT INTO messages (message_id, accept_seq, json, target, rate_key, accepted_at_ms, time_to_live,
                                       final_event, final_at_ms)
                 SELECT 'm' || i, i, '', '', '', 1000, 60, '{"event":"acked"}', 2000 FROM n;
-                """, operation: "test")
-        }
+                """)
         var reports: [Int] = []
         do {
             let store = try SQLiteMessageStore(directory: state, configuration: StoreConfiguration(),
