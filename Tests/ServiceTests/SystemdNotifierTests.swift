@@ -96,7 +96,7 @@ import XMPP
         #expect(sent[5]["STOPPING"] == "1")
     }
 
-    /// While the store migrates at start, every report pushes systemd's start timeout out by 30 s and says why
+    /// While the store migrates at start, every report pushes systemd's start timeout out by 120 s and says why
     /// in the status line (`ServeCommand.startProgress`).
     @Test func aMigrationAtStartExtendsTheStartTimeoutAtEveryReport() throws {
         let socket = try NotifySocket()
@@ -106,7 +106,7 @@ import XMPP
         progress(3)
         progress(3)
         let sent = socket.datagrams().map(Self.assignments)
-        #expect(sent == Array(repeating: ["EXTEND_TIMEOUT_USEC": "30000000",
+        #expect(sent == Array(repeating: ["EXTEND_TIMEOUT_USEC": "120000000",
                                           "STATUS": "migrating the store to schema version 3"], count: 2))
     }
 

@@ -151,8 +151,9 @@ enum ServeCommand {
         }
     }
 
-    /// Seconds each migration report gives the start beyond `TimeoutStartSec=`.
-    static let startExtensionSeconds = 30
+    /// Seconds each migration report gives the start beyond `TimeoutStartSec=`: reports come about every
+    /// second while SQLite works, but none while the migration's commit writes and syncs the rewritten tables.
+    static let startExtensionSeconds = 120
 
     /// Starts, reloads or stops the webhook outlet to match `configuration` (`webhook_url` and its settings).
     /// Call on the loop. A token file that cannot be read is logged and leaves the webhook as it was.
