@@ -197,29 +197,22 @@ public final class SQLiteMessageStore: MessageStore {
     }
 
     /// Calls `report` about every `interval` seconds while SQLite runs a migration, from SQLite's progress
-    /// handler (every 10,000 virtual machine steps, a check of the monotonic clock).
+    /// handler (every 10,000 virtual machine steps, a look at `ContinuousClock`).
     private final class MigrationTicker {
         let version: Int
         let report: (Int) -> Void
-        private let intervalNanoseconds: UInt64
-        private var last: UInt64
+        private let interval: Duration
+        private var last = ContinuousClock.now
 
         init(version: Int, interval: Double, report: @escaping (Int) -> Void) {
             self.version = version
             self.report = report
-            intervalNanoseconds = UInt64(max(0, interval) * 1e9)
-            last = MigrationTicker.monotonicNanoseconds()
-        }
-
-        static func monotonicNanoseconds() -> UInt64 {
-            var now = timespec()
-            clock_gettime(CLOCK_MONOTONIC, &now)
-            return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
+            self.interval = .seconds(max(0, interval))
         }
 
         func tick() {
-            let now = MigrationTicker.monotonicNanoseconds()
-            guard now - last >= intervalNanoseconds else { return }
+            let now = ContinuousClock.now
+            guard now - last >= interval else { return }
             last = now
             report(version)
         }
