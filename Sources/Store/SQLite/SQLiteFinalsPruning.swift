@@ -33,9 +33,6 @@ struct SQLiteFinalsPruning {
     /// No final below it is left unpruned but those waiting here or in a skipped run.
     var floor: Int64 { skipped.reduce(min(cursor, lowestWaiting)) { min($0, $1.from) } }
 
-    /// Finals waiting (tests).
-    var waitingCount: Int { waiting.count }
-
     /// A final was written (`finalAt`, and its message's `acceptedAt`, in ms since 1970): remembered when the
     /// walk already passed its accept_seq, or when it is stamped before its message's accept time.
     mutating func wrote(acceptSeq: Int64, finalAt: Int64, acceptedAt: Int64) {
@@ -80,13 +77,8 @@ struct SQLiteFinalsPruning {
     }
 
     private mutating func wait(acceptSeq: Int64, finalAt: Int64) {
-        // Kept sorted by decreasing time: the first entry not later than this one.
-        var low = 0, high = waiting.count
-        while low < high {
-            let middle = (low + high) / 2
-            if waiting[middle].finalAt > finalAt { low = middle + 1 } else { high = middle }
-        }
-        waiting.insert((finalAt, acceptSeq), at: low)
+        // Kept sorted by decreasing time: before the first entry not later than this one.
+        waiting.insert((finalAt, acceptSeq), at: waiting.partitioningIndex { $0.finalAt <= finalAt })
         lowestWaiting = min(lowestWaiting, acceptSeq)
     }
 }

@@ -99,8 +99,9 @@ struct SQLiteLiveMessages {
 
 extension Collection {
     /// The first index whose element satisfies `belongs`, for a collection partitioned so that every
-    /// element that does follows every element that does not (a binary search).
-    fileprivate func partitioningIndex(where belongs: (Element) -> Bool) -> Index {
+    /// element that does follows every element that does not (a binary search). Used by `SQLiteLiveMessages`
+    /// and `SQLiteFinalsPruning` to place an entry in their sorted lists.
+    func partitioningIndex(where belongs: (Element) -> Bool) -> Index {
         var low = startIndex
         var length = count
         while length > 0 {
