@@ -32,8 +32,8 @@ public final class SQLiteMessageStore: MessageStore {
     private var statements: Statements?
     private var lastSeq: Int64 = 0
     /// The live messages' accept_seqs (schema version 3: a final is keyed by its message's), and the floor
-    /// as last committed (`store_state.live_floor`). `liveIsStale` after a failed commit: rebuilt from the
-    /// database before the next one.
+    /// as last committed (`store_state.live_floor`). `liveIsStale` when opened (until `load` reads the live
+    /// rows) and after a failed commit: rebuilt from the database before the next commit.
     private var live = SQLiteLiveMessages()
     private var liveFloor: Int64 = 0
     private var liveIsStale = false
@@ -91,7 +91,8 @@ public final class SQLiteMessageStore: MessageStore {
             liveFloor = try database.integer("SELECT live_floor FROM store_state", operation: "reading the live floor")
             pruneFloor = try database.integer("SELECT prune_floor FROM store_state", operation: "reading the prune floor")
             finalsPruning = SQLiteFinalsPruning(floor: pruneFloor)
-            try rebuildLive(statements!)
+            // Read by `load` (which reads every live row anyway) or, without it, before the first commit.
+            liveIsStale = true
         } catch {
             statements = nil
             database.close()
@@ -274,7 +275,10 @@ public final class SQLiteMessageStore: MessageStore {
     public func load(nowUnixMillis: Int64) throws(StoreError) -> StoreSnapshot {
         let operation = "loading stored messages"
         let (_, s) = try open(operation)
-        var live: [MessageRecord] = []
+        var records: [MessageRecord] = []
+        // The writer's live set is filled from the same rows (one read of them at start, not two).
+        live.removeAll()
+        liveIsStale = true
         s.selectLive.bind(1, liveFloor)
         defer { s.selectLive.reset() }
         while try s.selectLive.step(operation: operation) {
@@ -286,8 +290,11 @@ public final class SQLiteMessageStore: MessageStore {
             record.attempts = Int(s.selectLive.int64(6))
             record.sends = Int(s.selectLive.int64(7))
             record.lastError = s.selectLive.optionalText(8)
-            live.append(record)
+            live.insert(record.messageID, hash: record.messageIDHash, acceptSeq: s.selectLive.int64(9),
+                        acceptedAt: acceptedAt)
+            records.append(record)
         }
+        liveIsStale = false
         var handedOver: [HandedOverMessage] = []
         s.selectHandedOver.bind(1, nowUnixMillis - configuration.dedupeWindowMillis)
         defer { s.selectHandedOver.reset() }
@@ -295,7 +302,7 @@ public final class SQLiteMessageStore: MessageStore {
             handedOver.append(HandedOverMessage(messageID: s.selectHandedOver.text(0),
                                                 atUnixMillis: s.selectHandedOver.int64(1)))
         }
-        return StoreSnapshot(live: live, handedOver: handedOver, lastSeq: lastSeq)
+        return StoreSnapshot(live: records, handedOver: handedOver, lastSeq: lastSeq)
     }
 
     public func commit(_ batch: StoreBatch, nowUnixMillis now: Int64) throws(StoreError) -> StoreCommitResult {
@@ -1041,7 +1048,7 @@ public final class SQLiteMessageStore: MessageStore {
             // The live messages: from the live floor ?1 on, those without a final.
             selectLive = try db.prepare("""
                 SELECT message_id, json, target, coalesce(rate_key, target), accepted_at_ms, time_to_live, attempts, sends,
-                       last_error
+                       last_error, accept_seq
                 FROM messages m WHERE accept_seq >= ?1
                 AND NOT EXISTS (SELECT 1 FROM finals f WHERE f.accept_seq = m.accept_seq) ORDER BY accept_seq
                 """, operation: op)
