@@ -102,7 +102,7 @@ public enum JSONFrontDoor {
         // An escape cut short: an odd run of backslashes at the end, or one before `u` and at most three hex digits.
         let start = token.startIndex
         var index = token.endIndex
-        while index > start + 1, token.endIndex - index < 3, isHexDigit(token[index - 1]) { index -= 1 }
+        while index > start + 1, token.endIndex - index < 3, JSONTokenScan.hexDigit(token[index - 1]) != nil { index -= 1 }
         if index > start + 1, token[index - 1] == UInt8(ascii: "u") { index -= 1 } else { index = token.endIndex }
         var backslashes = 0
         while index - backslashes > start + 1, token[index - backslashes - 1] == UInt8(ascii: "\\") { backslashes += 1 }
@@ -115,10 +115,6 @@ public enum JSONFrontDoor {
         guard let lead = tail.first, lead >= 0xC2, lead <= 0xF4 else { return false }
         let length = lead >= 0xF0 ? 4 : lead >= 0xE0 ? 3 : 2
         return tail.count < length && tail.dropFirst().allSatisfy { $0 & 0xC0 == 0x80 }
-    }
-
-    private static func isHexDigit(_ byte: UInt8) -> Bool {
-        (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")) || (byte | 0x20 >= UInt8(ascii: "a") && byte | 0x20 <= UInt8(ascii: "f"))
     }
 
     /// The offset of the comma just before `offset` (whitespace between), when the byte at `offset` closes

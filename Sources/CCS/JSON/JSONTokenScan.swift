@@ -203,6 +203,17 @@ public struct JSONTokenScan {
         }
     }
 
+    /// The value of a hex digit (`0-9a-fA-F`), or nil: `JSONSurrogateRepair`'s `\uXXXX` reading and
+    /// `JSONFrontDoor.isCutShort`'s.
+    static func hexDigit(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
     /// A string literal (quotes included) decoded as a JSON text of its own.
     private static func decodeString(_ literal: ArraySlice<UInt8>) -> String? {
         if !literal.contains(UInt8(ascii: "\\")), literal.count >= 2, literal.last == UInt8(ascii: "\"") {
