@@ -9,8 +9,9 @@ import CCS
 /// - The floor is written with each commit (`store_state.live_floor`), and opening the store reads the
 ///   live messages from it on instead of every retained row.
 ///
-/// Built from the database when the store opens, and again after a commit fails (its changes were rolled
-/// back); changed by a commit as it writes. Memory: a `String`, an `Int64` and a hash per live message, and
+/// Filled by `load` from the live rows it reads, or read from the database before a commit when the store
+/// was opened without a load or a commit failed (its changes were rolled back); changed by a commit as it
+/// writes. Memory: a `String`, two `Int64`s and a hash per live message, and
 /// an accept-order list whose dead entries are dropped once they outnumber the live ones.
 struct SQLiteLiveMessages {
     private struct Slot {
